@@ -1,0 +1,104 @@
+"""Backend ``keyword``: Claude Code's ToolSearch keyword scorer, reproduced exactly.
+
+Per scoring term (required terms first, then optional), added up per tool:
+
+=====================================================  =========  =====
+condition                                              MCP tool   other
+=====================================================  =========  =====
+term equals a name part                                +12        +10
+else term is a substring of a name part                +6         +5
+the full name contains it and the running score is 0   +3         +3
+the search hint matches it as a whole word             +4         +4
+the description matches it as a whole word             +2         +2
+=====================================================  =========  =====
+
+Tools failing the ``+required`` filter are dropped; scores above zero are kept, best first,
+ties in pool order. The index precomputes name parts and lower-cased texts once, so a query is a
+handful of dictionary look-ups rather than a regex per tool per term.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from toolsearch.backend import BaseBackend, Hit
+from toolsearch.matching import TermIndex
+from toolsearch.query import ParsedQuery
+from toolsearch.tool import Tool
+
+__all__ = ["KeywordBackend", "KeywordWeights"]
+
+
+class KeywordWeights:
+    """The anchor's weights (named so tests and docs can refer to them)."""
+
+    EXACT_PART_MCP = 12
+    EXACT_PART = 10
+    PART_SUBSTRING_MCP = 6
+    PART_SUBSTRING = 5
+    FULL_NAME = 3
+    SEARCH_HINT = 4
+    DESCRIPTION = 2
+
+
+class KeywordBackend(BaseBackend):
+    """Reference keyword scorer of Claude Code's ToolSearch (name parts, hint, description)."""
+
+    name: ClassVar[str] = "keyword"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._ordered: list[Tool] = []
+        self._terms = TermIndex([])
+
+    def _build(self, tools: list[Tool]) -> None:
+        self._ordered = tools
+        self._terms = TermIndex(tools)
+
+    def search(self, query: ParsedQuery, k: int) -> list[Hit]:
+        terms = self._terms
+        if k <= 0 or query.is_empty or terms.size == 0:
+            return []
+        candidates: set[int] | None = None
+        if query.required:
+            candidates = terms.required_filter(query.required)
+            if not candidates:
+                return []
+        w = KeywordWeights
+        mcp = [parsed.is_mcp for parsed in terms.parsed]
+        scores: dict[int, int] = {}
+        for term in query.scoring_terms:
+            exact = terms.exact_part(term)
+            for i in exact:
+                scores[i] = scores.get(i, 0) + (w.EXACT_PART_MCP if mcp[i] else w.EXACT_PART)
+            exact_set = set(exact)
+            for i in terms.substring_part(term):
+                if i not in exact_set:
+                    scores[i] = scores.get(i, 0) + (
+                        w.PART_SUBSTRING_MCP if mcp[i] else w.PART_SUBSTRING
+                    )
+            for i in terms.irregular_full:
+                if scores.get(i, 0) == 0 and terms.full_contains(term, i):
+                    scores[i] = w.FULL_NAME
+            for i in terms.hint_word(term):
+                scores[i] = scores.get(i, 0) + w.SEARCH_HINT
+            for i in terms.description_word(term):
+                scores[i] = scores.get(i, 0) + w.DESCRIPTION
+        ranked = [
+            (score, i)
+            for i, score in scores.items()
+            if score > 0 and (candidates is None or i in candidates)
+        ]
+        ranked.sort(key=lambda pair: (-pair[0], pair[1]))
+        return [Hit(self._ordered[i].name, float(score)) for score, i in ranked[:k]]
+
+    def params(self) -> dict[str, object]:
+        return {"weights": "12/10, 6/5, 3, 4, 2"}
+
+
+def keyword_search(tools: Sequence[Tool], query: ParsedQuery, k: int) -> list[Hit]:
+    """One-shot convenience: index ``tools`` and search them."""
+    backend = KeywordBackend()
+    backend.index(tools)
+    return backend.search(query, k)

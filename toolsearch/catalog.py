@@ -1,0 +1,243 @@
+"""Loading tool catalogues: JSONL, JSON arrays, MCP ``tools/list`` results, dataset folders.
+
+Loading is all or nothing: the first invalid record raises :class:`CatalogError` naming the
+file, the line (or array item) and the field, and no partial catalogue is returned.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from toolsearch.errors import CatalogError
+from toolsearch.tool import Tool, mcp_tool_name
+
+__all__ = ["load_catalog", "parse_jsonl", "tool_from_dict", "tools_from_mcp_result"]
+
+_SCHEMA_KEYS = ("input_schema", "inputSchema", "parameters")
+_HINT_KEYS = ("search_hint", "searchHint")
+_ALWAYS_KEYS = ("always_load", "alwaysLoad")
+_KNOWN = {
+    "name",
+    "description",
+    *_SCHEMA_KEYS,
+    *_HINT_KEYS,
+    *_ALWAYS_KEYS,
+    "should_defer",
+    "aliases",
+    "server",
+    "is_mcp",
+    "_meta",
+}
+
+
+class _Where:
+    """Where a record came from, for error messages."""
+
+    def __init__(self, path: str | None, line: int | None, item: int | None = None) -> None:
+        self.path, self.line, self.item = path, line, item
+
+    def error(self, message: str, field: str | None = None) -> CatalogError:
+        if self.item is not None:
+            field = f"[{self.item}]" + (f".{field}" if field else "")
+        return CatalogError(message, path=self.path, line=self.line, field=field)
+
+
+def _pick(data: Mapping[str, Any], keys: Iterable[str]) -> tuple[str | None, Any]:
+    for key in keys:
+        if key in data:
+            return key, data[key]
+    return None, None
+
+
+def tool_from_dict(
+    data: Any, *, path: str | None = None, line: int | None = None, item: int | None = None
+) -> Tool:
+    """Build a :class:`Tool` from one catalogue record, validating every field.
+
+    Accepts this project's fields (``input_schema``, ``search_hint``, ``always_load``...), MCP's
+    (``inputSchema``, ``_meta`` hints) and OpenAI's function wrapper
+    (``{"type": "function", "function": {...}}``); other fields are kept as metadata.
+    """
+    where = _Where(path, line, item)
+    if not isinstance(data, Mapping):
+        raise where.error(f"a tool must be a JSON object, got {type(data).__name__}")
+    if data.get("type") == "function" and isinstance(data.get("function"), Mapping):
+        data = {**data["function"], **{k: v for k, v in data.items() if k not in ("function",)}}
+        data.pop("type", None)
+    name = data.get("name")
+    if "name" not in data:
+        raise where.error("missing required field", "name")
+    if not isinstance(name, str) or not name.strip():
+        raise where.error(f"must be a non-empty string, got {name!r}", "name")
+    if any(ch.isspace() for ch in name):
+        raise where.error(f"must not contain whitespace, got {name!r}", "name")
+    description = data.get("description")
+    if description is None:
+        description = ""
+    if not isinstance(description, str):
+        raise where.error(f"must be a string, got {type(description).__name__}", "description")
+    schema_key, schema = _pick(data, _SCHEMA_KEYS)
+    if schema is None:
+        schema = {"type": "object", "properties": {}}
+    elif not isinstance(schema, Mapping):
+        raise where.error(
+            f"must be a JSON object (a JSON Schema), got {type(schema).__name__}", schema_key
+        )
+    meta = data.get("_meta") or {}
+    if not isinstance(meta, Mapping):
+        raise where.error(f"must be a JSON object, got {type(meta).__name__}", "_meta")
+    hint_key, hint = _pick(data, _HINT_KEYS)
+    if hint is None and isinstance(meta.get("anthropic/searchHint"), str):
+        hint, hint_key = meta["anthropic/searchHint"], "_meta.anthropic/searchHint"
+    if hint is not None and not isinstance(hint, str):
+        raise where.error(f"must be a string, got {type(hint).__name__}", hint_key)
+    always_key, always = _pick(data, _ALWAYS_KEYS)
+    if always is None:
+        always = meta.get("anthropic/alwaysLoad") is True
+    if not isinstance(always, bool):
+        raise where.error(f"must be true or false, got {always!r}", always_key)
+    should_defer = data.get("should_defer", False)
+    if not isinstance(should_defer, bool):
+        raise where.error(f"must be true or false, got {should_defer!r}", "should_defer")
+    aliases = data.get("aliases", [])
+    if not isinstance(aliases, list) or not all(isinstance(a, str) and a for a in aliases):
+        raise where.error(f"must be a list of non-empty strings, got {aliases!r}", "aliases")
+    server = data.get("server")
+    if server is not None and (not isinstance(server, str) or not server):
+        raise where.error(f"must be a non-empty string, got {server!r}", "server")
+    is_mcp = data.get("is_mcp")
+    if is_mcp is not None and not isinstance(is_mcp, bool):
+        raise where.error(f"must be true or false, got {is_mcp!r}", "is_mcp")
+    metadata = {k: v for k, v in data.items() if k not in _KNOWN}
+    if meta:
+        metadata["_meta"] = dict(meta)
+    return Tool(
+        name=name,
+        description=description,
+        input_schema=json.loads(json.dumps(schema)),
+        search_hint=hint,
+        always_load=always,
+        should_defer=should_defer,
+        aliases=tuple(aliases),
+        server=server,
+        is_mcp=is_mcp,
+        metadata=metadata,
+    )
+
+
+def tools_from_mcp_result(
+    result: Mapping[str, Any],
+    server: str,
+    *,
+    always_load: bool = False,
+    path: str | None = None,
+) -> list[Tool]:
+    """Tools of one MCP server's ``tools/list`` result, named ``mcp__<server>__<tool>``.
+
+    ``_meta["anthropic/searchHint"]`` and ``_meta["anthropic/alwaysLoad"]`` are honoured;
+    ``always_load`` is the server-level setting that applies to all of its tools.
+    """
+    items = result.get("tools")
+    if not isinstance(items, list):
+        raise CatalogError(
+            "an MCP tools/list result needs a 'tools' array", path=path, field="tools"
+        )
+    tools: list[Tool] = []
+    for item, raw in enumerate(items):
+        where = _Where(path, None, item)
+        if not isinstance(raw, Mapping) or not isinstance(raw.get("name"), str) or not raw["name"]:
+            raise where.error("an MCP tool needs a non-empty string name", "name")
+        record = dict(raw)
+        record["mcp_name"] = raw["name"]
+        record["name"] = mcp_tool_name(server, raw["name"])
+        record["server"] = server
+        tool = tool_from_dict(record, path=path, item=item)
+        if always_load and not tool.always_load:
+            tool = _with_always_load(tool)
+        tools.append(tool)
+    _check_unique(tools, [None] * len(tools), path)
+    return tools
+
+
+def _with_always_load(tool: Tool) -> Tool:
+    from dataclasses import replace
+
+    return replace(tool, always_load=True)
+
+
+def parse_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
+    """``(line number, decoded value)`` for every non-blank line of a JSON Lines file."""
+    try:
+        handle = path.open(encoding="utf-8")
+    except OSError as exc:
+        raise CatalogError(f"cannot read file: {exc.strerror or exc}", path=path) from exc
+    with handle:
+        try:
+            for number, text in enumerate(handle, start=1):
+                if not text.strip():
+                    continue
+                try:
+                    yield number, json.loads(text)
+                except json.JSONDecodeError as exc:
+                    raise CatalogError(f"invalid JSON: {exc.msg}", path=path, line=number) from exc
+        except UnicodeDecodeError as exc:
+            raise CatalogError(f"not UTF-8 text: {exc}", path=path) from exc
+
+
+def _check_unique(tools: list[Tool], lines: list[int | None], path: str | None) -> None:
+    seen: dict[str, int | None] = {}
+    for tool, line in zip(tools, lines, strict=True):
+        if tool.name in seen:
+            first = seen[tool.name]
+            also = f" (first defined on line {first})" if first is not None else ""
+            raise CatalogError(
+                f"duplicate tool name {tool.name!r}{also}", path=path, line=line, field="name"
+            )
+        seen[tool.name] = line
+
+
+def load_catalog(path: str | Path, *, server: str | None = None) -> list[Tool]:
+    """Load every tool from ``path``.
+
+    A folder is a dataset folder (its ``tools.jsonl``); ``*.jsonl`` has one tool per line;
+    other files are JSON: an array of tools, or an MCP ``tools/list`` result (an object with a
+    ``tools`` array) whose tools are named for ``server`` (default: the file's stem).
+    """
+    path = Path(path)
+    if path.is_dir():
+        path = path / "tools.jsonl"
+        if not path.is_file():
+            raise CatalogError("dataset folder has no tools.jsonl", path=path.parent)
+    if path.suffix == ".jsonl":
+        tools: list[Tool] = []
+        lines: list[int | None] = []
+        for number, data in parse_jsonl(path):
+            tools.append(tool_from_dict(data, path=str(path), line=number))
+            lines.append(number)
+        _check_unique(tools, lines, str(path))
+        return tools
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CatalogError(f"cannot read file: {exc.strerror or exc}", path=path) from exc
+    except UnicodeDecodeError as exc:
+        raise CatalogError(f"not UTF-8 text: {exc}", path=path) from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CatalogError(f"invalid JSON: {exc.msg}", path=path, line=exc.lineno) from exc
+    if isinstance(data, Mapping) and "tools" in data:
+        name = server or path.stem
+        return tools_from_mcp_result(data, name, path=str(path))
+    if not isinstance(data, list):
+        raise CatalogError(
+            "expected a JSON array of tools or an MCP tools/list result "
+            f"(an object with 'tools'), got {type(data).__name__}",
+            path=path,
+        )
+    tools = [tool_from_dict(item, path=str(path), item=i) for i, item in enumerate(data)]
+    _check_unique(tools, [None] * len(tools), str(path))
+    return tools

@@ -1,0 +1,58 @@
+"""The ``toolsearch`` command: a thin shell over the library.
+
+Each subcommand lives in its own module with ``register(subparsers)``; the modules named in
+:data:`COMMANDS` are imported lazily enough that a missing optional extra only affects the
+command that needs it. Library errors become one-line messages and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from toolsearch.errors import ToolSearchError
+
+__all__ = ["COMMANDS", "build_parser", "main"]
+
+#: Subcommand modules, in the order ``--help`` lists them.
+COMMANDS: tuple[str, ...] = ("search", "backends")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every subcommand registered."""
+    from toolsearch import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="toolsearch",
+        description="Dynamic tool loading for agent loops: search deferred tools, "
+        "inspect requests, benchmark backends.",
+    )
+    parser.add_argument("--version", action="version", version=f"toolsearch {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        module = importlib.import_module(f"toolsearch.cli.{name}")
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``toolsearch`` script; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        status: int = args.func(args)
+    except ToolSearchError as exc:
+        print(f"toolsearch {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

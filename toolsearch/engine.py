@@ -1,0 +1,273 @@
+"""The ToolSearch engine: fixed query dispatch over a tool pool, with a pluggable ranker.
+
+Dispatch order (SPEC §2), identical for every backend:
+
+1. ``select:a,b`` — exact, case-sensitive names (aliases too), deferred tools first;
+2. exact name — the lower-cased query equals a tool's lower-cased name;
+3. ``mcp__`` prefix — deferred tools whose name starts with the query, pool order;
+4. ranked search by the backend over the deferred tools, with the ``+required`` filter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from toolsearch.backend import IncrementalBackend, SearchBackend
+from toolsearch.errors import QueryError
+from toolsearch.matching import TermIndex
+from toolsearch.query import parse_query, parse_select
+from toolsearch.tool import MCP_PREFIX, TOOL_SEARCH_NAME, Tool, is_deferred, pool_order
+
+__all__ = [
+    "DEFAULT_MAX_RESULTS",
+    "DEFAULT_MAX_RESULTS_CAP",
+    "NO_MATCH_TEXT",
+    "Match",
+    "SearchResult",
+    "ToolSearch",
+    "tool_search_tool",
+]
+
+DEFAULT_MAX_RESULTS = 5
+DEFAULT_MAX_RESULTS_CAP = 100
+NO_MATCH_TEXT = "No matching deferred tools found"
+
+MatchSource = Literal["select", "exact", "prefix", "ranked"]
+
+TOOL_SEARCH_DESCRIPTION = """\
+Fetches full schema definitions for deferred tools so they can be called.
+
+Deferred tools appear by name in <available-deferred-tools> messages. Until fetched, only the \
+name is known - there is no parameter schema, so the tool cannot be invoked. This tool takes a \
+query, matches it against the deferred tool list, and returns the matched tools' complete \
+definitions. Once a tool's definition appears in a result, it is callable exactly like any tool \
+defined at the top of the prompt.
+
+Query forms:
+- "select:Read,Edit,Grep" - fetch these exact tools by name
+- "notebook jupyter" - keyword search, up to max_results best matches
+- "+slack send" - require "slack" in the name, description or hint, rank by the remaining terms"""
+
+
+def tool_search_tool(max_results_cap: int = DEFAULT_MAX_RESULTS_CAP) -> Tool:
+    """The ToolSearch tool itself, as sent to the model (never deferred)."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "query": {
+                "type": "string",
+                "description": 'Query to find deferred tools. Use "select:<tool_name>" for '
+                "direct selection, or keywords to search.",
+            },
+            "max_results": {
+                "type": "integer",
+                "description": "Maximum number of results to return (default: 5)",
+                "default": DEFAULT_MAX_RESULTS,
+                "minimum": 1,
+                "maximum": max_results_cap,
+            },
+        },
+        "required": ["query"],
+        "additionalProperties": False,
+    }
+    return Tool(TOOL_SEARCH_NAME, TOOL_SEARCH_DESCRIPTION, schema, always_load=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    """A tool a query found; ``score`` is None for the fast paths (steps 1-3)."""
+
+    name: str
+    score: float | None
+    source: MatchSource
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """The internal record of one ToolSearch call, for the model, benchmarks and logs."""
+
+    query: str
+    matches: tuple[Match, ...]
+    total_deferred_tools: int
+    pending_mcp_servers: tuple[str, ...] = field(default=())
+
+    @property
+    def names(self) -> list[str]:
+        """Matched tool names, best first."""
+        return [m.name for m in self.matches]
+
+    def text(self) -> str:
+        """What the model reads when nothing matched (empty when something did)."""
+        if self.matches:
+            return ""
+        if self.pending_mcp_servers:
+            servers = ", ".join(self.pending_mcp_servers)
+            return (
+                f"{NO_MATCH_TEXT}. Some MCP servers are still connecting: {servers}. "
+                "Their tools will become available shortly — try searching again."
+            )
+        return NO_MATCH_TEXT
+
+    def to_record(self) -> dict[str, Any]:
+        """The record ``{matches, query, total_deferred_tools, pending_mcp_servers}``."""
+        return {
+            "matches": self.names,
+            "query": self.query,
+            "total_deferred_tools": self.total_deferred_tools,
+            "pending_mcp_servers": list(self.pending_mcp_servers),
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        """The CLI's JSON object: matches with their scores (null for fast-path matches)."""
+        return {
+            "query": self.query,
+            "matches": [{"name": m.name, "score": m.score} for m in self.matches],
+            "total_deferred_tools": self.total_deferred_tools,
+            "pending_mcp_servers": list(self.pending_mcp_servers),
+        }
+
+
+class ToolSearch:
+    """Searches a tool pool with the fixed dispatch and a configurable ranking backend.
+
+    The pool is re-ordered into pool order and deduplicated; only deferred tools are indexed.
+    Permission filtering happens before a pool reaches the engine: a tool that is not in the
+    pool cannot be found by any path.
+    """
+
+    def __init__(
+        self,
+        tools: Iterable[Tool] = (),
+        *,
+        backend: SearchBackend | str | None = None,
+        backend_options: Mapping[str, Any] | None = None,
+        max_results_cap: int = DEFAULT_MAX_RESULTS_CAP,
+        pending_servers: Iterable[str] = (),
+    ) -> None:
+        if isinstance(max_results_cap, bool) or not isinstance(max_results_cap, int):
+            raise QueryError(f"max_results_cap must be an integer, got {max_results_cap!r}")
+        if max_results_cap < 1:
+            raise QueryError(f"max_results_cap must be at least 1, got {max_results_cap}")
+        if backend is None or isinstance(backend, str):
+            from toolsearch.config import resolve_backend
+
+            backend = resolve_backend(backend, options=backend_options)
+        elif backend_options:
+            raise QueryError("backend_options apply only when the backend is given by name")
+        self.backend: SearchBackend = backend
+        self.max_results_cap = max_results_cap
+        self.pending_servers: tuple[str, ...] = tuple(pending_servers)
+        self._pool: list[Tool] = []
+        self._deferred: list[Tool] = []
+        self._indexed: dict[str, str] = {}
+        self._term_index: TermIndex | None = None
+        self.set_tools(tools)
+
+    @property
+    def pool(self) -> Sequence[Tool]:
+        """Every tool, in pool order."""
+        return self._pool
+
+    @property
+    def deferred(self) -> Sequence[Tool]:
+        """The deferred tools (what the backend indexes), in pool order."""
+        return self._deferred
+
+    def set_tools(self, tools: Iterable[Tool]) -> None:
+        """Replace the pool. An incremental backend re-indexes only tools whose content
+        changed; any other backend rebuilds."""
+        self._pool = pool_order(tools)
+        self._deferred = [tool for tool in self._pool if is_deferred(tool)]
+        self._by_name = {tool.name: tool for tool in self._pool}
+        self._by_lower = _first_by(self._pool, lambda t: [t.name.lower()])
+        self._deferred_by_lower = _first_by(self._deferred, lambda t: [t.name.lower()])
+        self._by_name_or_alias = _first_by(self._pool, lambda t: [t.name, *t.aliases])
+        self._deferred_by_name_or_alias = _first_by(self._deferred, lambda t: [t.name, *t.aliases])
+        wanted = {tool.name: tool.content_hash() for tool in self._deferred}
+        if self._indexed and isinstance(self.backend, IncrementalBackend):
+            removed = [name for name in self._indexed if name not in wanted]
+            changed = [t for t in self._deferred if self._indexed.get(t.name) != wanted[t.name]]
+            if removed:
+                self.backend.remove(removed)
+            if changed:
+                self.backend.upsert(changed)
+        else:
+            self.backend.index(list(self._deferred))
+        self._indexed = wanted
+        self._term_index = None
+
+    def search(self, query: str, max_results: int = DEFAULT_MAX_RESULTS) -> SearchResult:
+        """Run one ToolSearch call. Invalid arguments raise :class:`QueryError`."""
+        if not isinstance(query, str):
+            raise QueryError(f"query must be a string, got {type(query).__name__}")
+        if isinstance(max_results, bool) or not isinstance(max_results, int):
+            raise QueryError(f"max_results must be an integer, got {max_results!r}")
+        if not 1 <= max_results <= self.max_results_cap:
+            raise QueryError(
+                f"max_results must be between 1 and {self.max_results_cap}, got {max_results}"
+            )
+        return SearchResult(
+            query=query,
+            matches=tuple(self._dispatch(query, max_results)),
+            total_deferred_tools=len(self._deferred),
+            pending_mcp_servers=self.pending_servers,
+        )
+
+    def _dispatch(self, query: str, max_results: int) -> list[Match]:
+        selected = parse_select(query)
+        if selected is not None:
+            return self._select(selected)
+        lowered = query.lower().strip()
+        exact = self._deferred_by_lower.get(lowered) or self._by_lower.get(lowered)
+        if exact is not None:
+            return [Match(exact.name, None, "exact")]
+        if lowered.startswith(MCP_PREFIX) and len(lowered) > len(MCP_PREFIX):
+            prefixed = [t for t in self._deferred if t.name.lower().startswith(lowered)]
+            if prefixed:
+                return [Match(t.name, None, "prefix") for t in prefixed[:max_results]]
+        return self._ranked(query, max_results)
+
+    def _select(self, names: Sequence[str]) -> list[Match]:
+        found: dict[str, Match] = {}
+        for name in names:
+            tool = self._deferred_by_name_or_alias.get(name) or self._by_name_or_alias.get(name)
+            if tool is not None and tool.name not in found:
+                found[tool.name] = Match(tool.name, None, "select")
+        return list(found.values())
+
+    def _ranked(self, query: str, max_results: int) -> list[Match]:
+        parsed = parse_query(query)
+        if parsed.is_empty or not self._deferred:
+            return []
+        deferred = self._deferred
+        allowed: set[str] | None = None
+        if parsed.required:
+            if self._term_index is None:
+                self._term_index = TermIndex(deferred)
+            ids = self._term_index.required_filter(parsed.required)
+            if not ids:
+                return []
+            allowed = {deferred[i].name for i in ids}
+        indexed = self._indexed
+        depth = max_results if allowed is None else min(len(deferred), max_results * 4)
+        while True:
+            hits = self.backend.search(parsed, depth)
+            kept = [
+                h
+                for h in hits
+                if h.score > 0 and h.name in indexed and (allowed is None or h.name in allowed)
+            ]
+            if len(kept) >= max_results or len(hits) < depth or depth >= len(deferred):
+                break
+            depth = min(len(deferred), depth * 4)
+        return [Match(h.name, float(h.score), "ranked") for h in kept[:max_results]]
+
+
+def _first_by(tools: Sequence[Tool], keys: Any) -> dict[str, Tool]:
+    found: dict[str, Tool] = {}
+    for tool in tools:
+        for key in keys(tool):
+            found.setdefault(key, tool)
+    return found

@@ -1,0 +1,97 @@
+"""Exceptions raised by toolsearch.
+
+Every error the library raises on bad input derives from one root, so callers can catch
+``ToolSearchError`` and show its message::
+
+    ToolSearchError
+     ├── CatalogError          a tool catalogue or dataset file is unreadable or invalid
+     ├── QueryError            a ToolSearch call has invalid arguments (e.g. max_results)
+     ├── ConfigError           a configuration file or environment variable is invalid
+     └── BackendError          a search backend cannot be found, loaded or used
+          ├── UnknownBackendError   no backend is registered under that name
+          └── MissingExtraError     the backend's optional dependencies are not installed
+
+Messages carry the offending value and, where there is one, the next step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = [
+    "BackendError",
+    "CatalogError",
+    "ConfigError",
+    "MissingExtraError",
+    "QueryError",
+    "ToolSearchError",
+    "UnknownBackendError",
+]
+
+
+class ToolSearchError(Exception):
+    """Root of every error toolsearch raises on bad input or configuration."""
+
+
+class CatalogError(ToolSearchError, ValueError):
+    """A catalogue or dataset file could not be loaded.
+
+    ``path``, ``line`` and ``field`` locate the problem; the message names all three.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | Path | None = None,
+        line: int | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.path = str(path) if path is not None else None
+        self.line = line
+        self.field = field
+        where = []
+        if self.path is not None:
+            where.append(self.path)
+        if line is not None:
+            where.append(f"line {line}")
+        if field is not None:
+            where.append(f"field '{field}'")
+        super().__init__(f"{', '.join(where)}: {message}" if where else message)
+
+
+class QueryError(ToolSearchError, ValueError):
+    """A ToolSearch call carried invalid arguments."""
+
+
+class ConfigError(ToolSearchError, ValueError):
+    """Configuration (file, environment or keyword arguments) is invalid."""
+
+
+class BackendError(ToolSearchError):
+    """A search backend could not be found, built or queried."""
+
+
+class UnknownBackendError(BackendError, LookupError):
+    """No backend is registered under the requested name."""
+
+    def __init__(self, name: str, available: Sequence[str]) -> None:
+        self.name = name
+        self.available = list(available)
+        listing = ", ".join(sorted(self.available)) or "none"
+        super().__init__(f"unknown backend {name!r}; available: {listing}")
+
+
+class MissingExtraError(BackendError, ImportError):
+    """A backend's optional dependencies are missing; the message has the install line."""
+
+    def __init__(self, backend: str, extra: str, missing: Sequence[str]) -> None:
+        self.backend = backend
+        self.extra = extra
+        self.missing = list(missing)
+        self.install_command = f"pip install 'toolsearch[{extra}]'"
+        super().__init__(
+            f"backend {backend!r} needs {', '.join(self.missing)}; "
+            f"install it with: {self.install_command}"
+        )

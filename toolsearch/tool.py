@@ -1,0 +1,180 @@
+"""The tool model, MCP name normalisation, the deferral rule and the tool-pool order.
+
+A :class:`Tool` is what an agent could call: name, description, JSON-Schema input and the
+hints that decide whether its definition is sent up front or deferred until searched for.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "MCP_PREFIX",
+    "TOOL_SEARCH_NAME",
+    "Tool",
+    "is_deferred",
+    "mcp_tool_name",
+    "normalize_name_part",
+    "pool_order",
+    "pool_sort_key",
+]
+
+MCP_PREFIX = "mcp__"
+TOOL_SEARCH_NAME = "ToolSearch"
+
+_INVALID_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def _empty_schema() -> Mapping[str, Any]:
+    return {"type": "object", "properties": {}}
+
+
+def normalize_name_part(text: str) -> str:
+    """Replace every character outside ``[A-Za-z0-9_-]`` with ``_``, as MCP clients do."""
+    return _INVALID_NAME_CHARS.sub("_", text)
+
+
+def mcp_tool_name(server: str, tool: str) -> str:
+    """The agent-facing name of an MCP server's tool: ``mcp__<server>__<tool>``."""
+    return f"{MCP_PREFIX}{normalize_name_part(server)}__{normalize_name_part(tool)}"
+
+
+def _server_from_name(name: str) -> str | None:
+    if not name.startswith(MCP_PREFIX):
+        return None
+    server = name[len(MCP_PREFIX) :].split("__", 1)[0]
+    return server or None
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    """One callable tool.
+
+    ``server`` and ``is_mcp`` are derived from the ``mcp__<server>__<tool>`` name unless given.
+    ``metadata`` keeps any extra fields a catalogue carried, untouched.
+    """
+
+    name: str
+    description: str = ""
+    input_schema: Mapping[str, Any] = field(default_factory=_empty_schema, hash=False)
+    search_hint: str | None = None
+    always_load: bool = False
+    should_defer: bool = False
+    aliases: tuple[str, ...] = ()
+    server: str | None = None
+    is_mcp: bool | None = None  # derived in __post_init__ unless given
+    metadata: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ValueError(f"tool name must be a non-empty string, got {self.name!r}")
+        if any(ch.isspace() for ch in self.name):
+            raise ValueError(f"tool name {self.name!r} contains whitespace")
+        if not isinstance(self.input_schema, Mapping):
+            raise ValueError(
+                f"tool {self.name!r}: input_schema must be a JSON object, "
+                f"got {type(self.input_schema).__name__}"
+            )
+        hint = self.search_hint
+        if hint is not None:
+            hint = " ".join(hint.split()) or None
+            object.__setattr__(self, "search_hint", hint)
+        object.__setattr__(self, "aliases", tuple(self.aliases))
+        server = self.server if self.server is not None else _server_from_name(self.name)
+        object.__setattr__(self, "server", server)
+        if self.is_mcp is None:
+            object.__setattr__(
+                self, "is_mcp", self.name.startswith(MCP_PREFIX) or self.server is not None
+            )
+
+    @property
+    def mcp(self) -> bool:
+        """Whether this tool comes from an MCP server (``is_mcp`` with its type settled)."""
+        return bool(self.is_mcp)
+
+    def content_hash(self) -> str:
+        """A stable hash of everything a search index reads; unchanged tools keep it."""
+        payload = {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": self.input_schema,
+            "search_hint": self.search_hint,
+            "aliases": list(self.aliases),
+            "server": self.server,
+        }
+        blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=_json_default)
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+    def definition(self) -> dict[str, Any]:
+        """The tool as a plain provider-neutral definition (name, description, input_schema)."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": _plain(self.input_schema),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field as JSON-ready data, the inverse of ``Tool.from_dict``."""
+        data: dict[str, Any] = dict(_plain(self.metadata))
+        data.update(self.definition())
+        if self.search_hint is not None:
+            data["search_hint"] = self.search_hint
+        if self.always_load:
+            data["always_load"] = True
+        if self.should_defer:
+            data["should_defer"] = True
+        if self.aliases:
+            data["aliases"] = list(self.aliases)
+        if self.server is not None:
+            data["server"] = self.server
+        return data
+
+
+def _json_default(value: object) -> object:
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def is_deferred(tool: Tool) -> bool:
+    """Whether a tool's definition waits for ToolSearch (first rule that applies wins).
+
+    ``always_load`` → no; MCP tool → yes; the ToolSearch tool itself → never;
+    otherwise the tool's own ``should_defer``.
+    """
+    if tool.always_load:
+        return False
+    if tool.mcp:
+        return True
+    if tool.name == TOOL_SEARCH_NAME:
+        return False
+    return tool.should_defer
+
+
+def pool_sort_key(tool: Tool) -> tuple[bool, str]:
+    """Position of a tool in the pool: non-MCP tools by name, then MCP tools by name."""
+    return (tool.mcp, tool.name)
+
+
+def pool_order(tools: Iterable[Tool]) -> list[Tool]:
+    """The tool pool: deduplicated by name (a built-in wins a clash with an MCP tool, else the
+    first seen), then ordered by :func:`pool_sort_key`. This order breaks every ranking tie."""
+    by_name: dict[str, Tool] = {}
+    for tool in tools:
+        kept = by_name.get(tool.name)
+        if kept is None or (kept.mcp and not tool.mcp):
+            by_name[tool.name] = tool
+    return sorted(by_name.values(), key=pool_sort_key)
