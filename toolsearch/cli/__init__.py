@@ -17,7 +17,15 @@ from toolsearch.errors import ToolSearchError
 __all__ = ["COMMANDS", "build_parser", "main"]
 
 #: Subcommand modules, in the order ``--help`` lists them.
-COMMANDS: tuple[str, ...] = ("search", "backends")
+COMMANDS: tuple[str, ...] = (
+    "search",
+    "request",
+    "demo",
+    "bench",
+    "dataset",
+    "serve",
+    "backends",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -32,7 +40,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"toolsearch {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
-        module = importlib.import_module(f"toolsearch.cli.{name}")
+        try:
+            module = importlib.import_module(f"toolsearch.cli.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"toolsearch.cli.{name}":
+                raise
+            continue  # a subcommand whose module is not written yet
         module.register(subparsers)
     return parser
 

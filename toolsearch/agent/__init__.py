@@ -1,0 +1,1 @@
+"""The agent-loop layer: deferral mode, permissions and subagents, conversation state, request assembly."""

@@ -1,0 +1,1 @@
+"""The benchmark harness: retrieval quality and speed of backends on labeled datasets."""

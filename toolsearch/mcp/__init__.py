@@ -1,0 +1,1 @@
+"""MCP integration: server configs, client connections, and the tool-search gateway server."""
