@@ -51,10 +51,12 @@ class KeywordBackend(BaseBackend):
         super().__init__()
         self._ordered: list[Tool] = []
         self._terms = TermIndex([])
+        self._mcp: list[bool] = []
 
     def _build(self, tools: list[Tool]) -> None:
         self._ordered = tools
         self._terms = TermIndex(tools)
+        self._mcp = [parsed.is_mcp for parsed in self._terms.parsed]
 
     def search(self, query: ParsedQuery, k: int) -> list[Hit]:
         terms = self._terms
@@ -66,7 +68,7 @@ class KeywordBackend(BaseBackend):
             if not candidates:
                 return []
         w = KeywordWeights
-        mcp = [parsed.is_mcp for parsed in terms.parsed]
+        mcp = self._mcp
         scores: dict[int, int] = {}
         for term in query.scoring_terms:
             exact = terms.exact_part(term)
