@@ -1,20 +1,34 @@
 """Settings from code, environment and config files, with one documented precedence.
 
-Highest first:
+Which backend, highest first:
 
-1. keyword arguments in code (``load_backend("fts5", path=...)``, ``ToolSearch(backend=...)``);
-2. environment: ``TOOLSEARCH_BACKEND`` and ``TOOLSEARCH_BACKEND_OPTIONS`` (a JSON object);
+1. code: ``ToolSearch(backend="fts5")``, ``resolve_backend("fts5")`` or
+   ``load_backend("fts5", path=...)`` directly;
+2. environment: ``TOOLSEARCH_BACKEND``;
 3. ``toolsearch.toml`` in the working directory or the nearest parent that has one;
 4. ``[tool.toolsearch]`` in the nearest ``pyproject.toml``;
 5. the measured default: the first installed backend of :data:`DEFAULT_BACKEND_PREFERENCE`.
 
-A config file looks like::
+Backend options merge key by key in the same order (code's ``options`` >
+``TOOLSEARCH_BACKEND_OPTIONS`` > ``toolsearch.toml`` > ``pyproject.toml``).
+``TOOLSEARCH_BACKEND_OPTIONS`` is a JSON object of options for the backend the environment and
+files choose (``TOOLSEARCH_BACKEND``, else the files' ``backend``, else the default); file
+options are kept per backend, so a file can configure several and the code pick one.
+
+A config file looks like (in ``pyproject.toml`` the same keys sit under ``[tool.toolsearch]``)::
 
     backend = "fts5"
     [backends.fts5]          # options per backend, passed to its constructor
     path = "tools.db"
+    [backends.hybrid]
+    members = { bm25 = 1.0, embedding = 1.0 }
     [mode]                   # agent-loop settings (tool-search mode and its gates)
     enable_tool_search = "auto:10"
+
+Besides ``backend``, every top-level key must be a table (read with :meth:`Settings.section`);
+a misspelt scalar key is an error rather than silently ignored. A backend whose extra is not
+installed fails with the exact ``pip install 'toolsearch[...]'`` line
+(:class:`~toolsearch.errors.MissingExtraError`).
 """
 
 from __future__ import annotations
@@ -47,12 +61,17 @@ ENV_BACKEND_OPTIONS = "TOOLSEARCH_BACKEND_OPTIONS"
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """Merged settings and where each layer came from (for error messages and ``--verbose``)."""
+    """Merged settings and where each layer came from (for error messages and ``--verbose``).
+
+    ``sources`` lists the layers that were read, lowest precedence first; ``backend_source``
+    names the one that chose ``backend`` (None when nothing did).
+    """
 
     backend: str | None = None
     backend_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     sections: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     sources: tuple[str, ...] = ()
+    backend_source: str | None = None
 
     def section(self, name: str) -> Mapping[str, Any]:
         """A top-level table of the config (e.g. ``"mode"``), empty when absent."""
@@ -83,14 +102,26 @@ def _read_toml(path: Path) -> dict[str, Any]:
 
 def _layer(data: Mapping[str, Any], source: str) -> tuple[str | None, dict[str, dict[str, Any]]]:
     backend = data.get("backend")
-    if backend is not None and not isinstance(backend, str):
-        raise ConfigError(f"{source}: 'backend' must be a string, got {backend!r}")
+    if backend is not None and (not isinstance(backend, str) or not backend.strip()):
+        raise ConfigError(f"{source}: 'backend' must be a backend name, got {backend!r}")
+    stray = sorted(
+        k
+        for k, v in data.items()
+        if k not in {"backend", "backends"} and not isinstance(v, Mapping)
+    )
+    if stray:
+        raise ConfigError(
+            f"{source}: unknown setting(s) {', '.join(map(repr, stray))}; top-level keys are "
+            "'backend' and tables such as [backends.<name>] and [mode]"
+        )
     options = data.get("backends", {})
     if not isinstance(options, Mapping) or not all(
         isinstance(v, Mapping) for v in options.values()
     ):
         raise ConfigError(f"{source}: 'backends' must be a table of tables, got {options!r}")
-    return backend, {name: dict(opts) for name, opts in options.items()}
+    return (backend.strip() if backend else None), {
+        name: dict(opts) for name, opts in options.items()
+    }
 
 
 def load_settings(cwd: str | Path | None = None, env: Mapping[str, str] | None = None) -> Settings:
@@ -110,12 +141,14 @@ def load_settings(cwd: str | Path | None = None, env: Mapping[str, str] | None =
         layers.append((str(own), _read_toml(own)))
 
     backend: str | None = None
+    backend_source: str | None = None
     options: dict[str, dict[str, Any]] = {}
     sections: dict[str, dict[str, Any]] = {}
     sources: list[str] = []
     for source, data in layers:
         layer_backend, layer_options = _layer(data, source)
-        backend = layer_backend or backend
+        if layer_backend:
+            backend, backend_source = layer_backend, source
         for name, opts in layer_options.items():
             options.setdefault(name, {}).update(opts)
         for key, value in data.items():
@@ -125,7 +158,8 @@ def load_settings(cwd: str | Path | None = None, env: Mapping[str, str] | None =
 
     if env.get(ENV_BACKEND, "").strip():
         backend = env[ENV_BACKEND].strip()
-        sources.append(f"${ENV_BACKEND}")
+        backend_source = f"${ENV_BACKEND}"
+        sources.append(backend_source)
     raw_options = env.get(ENV_BACKEND_OPTIONS, "").strip()
     if raw_options:
         try:
@@ -137,7 +171,7 @@ def load_settings(cwd: str | Path | None = None, env: Mapping[str, str] | None =
         target = backend or default_backend_name()
         options.setdefault(target, {}).update(parsed)
         sources.append(f"${ENV_BACKEND_OPTIONS}")
-    return Settings(backend, options, sections, tuple(sources))
+    return Settings(backend, options, sections, tuple(sources), backend_source)
 
 
 def default_backend_name() -> str:
@@ -162,10 +196,18 @@ def resolve_backend(
 ) -> SearchBackend:
     """Build the backend the precedence picks: ``name`` > environment > files > default.
     Options merge the same way, code's ``options`` winning."""
+    from toolsearch.errors import UnknownBackendError
     from toolsearch.registry import load_backend
 
     settings = load_settings() if settings is None else settings
     chosen = name or settings.backend or default_backend_name()
     merged = settings.options_for(chosen)
     merged.update(options or {})
-    return load_backend(chosen, **merged)
+    try:
+        return load_backend(chosen, **merged)
+    except UnknownBackendError as exc:
+        if name or settings.backend_source is None:
+            raise
+        # say where the bad name came from: the message is all a CLI user sees
+        exc.args = (f"{exc} (backend set by {settings.backend_source})",)
+        raise

@@ -1,0 +1,244 @@
+"""The hybrid backend: weighted reciprocal rank fusion of registered backends."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+pytest.importorskip("numpy")
+
+from toolsearch import registry
+from toolsearch.backend import Hit
+from toolsearch.backends.embedding import HashingEncoder
+from toolsearch.backends.hybrid import (
+    DEFAULT_K,
+    DEFAULT_MEMBERS,
+    HybridBackend,
+    rrf_fuse,
+)
+from toolsearch.backends.keyword import KeywordBackend
+from toolsearch.engine import ToolSearch
+from toolsearch.errors import BackendError, ConfigError, UnknownBackendError
+from toolsearch.query import parse_query
+from toolsearch.tool import Tool
+
+FAKE_EMBEDDING = {"embedding": {"encoder": HashingEncoder(), "cache_dir": None}}
+
+
+def _tools() -> list[Tool]:
+    return [
+        Tool("Read", "Read a file from the local filesystem."),
+        Tool("Write", "Write a file to the local filesystem."),
+        Tool("WebFetch", "Fetch a URL and return the page content."),
+        Tool("mcp__slack__send_message", "Send a message to a Slack channel."),
+        Tool("mcp__slack__read_channel", "Read recent messages of a Slack channel."),
+        Tool("mcp__github__create_issue", "Create a new issue in a GitHub repository."),
+        Tool("mcp__gcal__create_event", "Create a calendar event with attendees."),
+    ]
+
+
+def _hybrid(**options: Any) -> HybridBackend:
+    options.setdefault("members", {"keyword": 1.0, "embedding": 1.0})
+    options.setdefault("member_options", FAKE_EMBEDDING)
+    return HybridBackend(**options)
+
+
+def test_rrf_formula() -> None:
+    fused = rrf_fuse({"a": ["x", "y", "z"], "b": ["y", "w"]}, {"a": 2.0, "b": 0.5}, k=10)
+    assert fused == {
+        "x": round(2 / 11, 12),
+        "y": round(2 / 12 + 0.5 / 11, 12),
+        "z": round(2 / 13, 12),
+        "w": round(0.5 / 12, 12),
+    }
+    assert rrf_fuse({"a": ["x"]}, {}, k=0) == {"x": 1.0}  # weight 1 by default
+    assert rrf_fuse({}, {"a": 1.0}) == {}
+
+
+def test_fuses_the_members_own_rankings() -> None:
+    tools = _tools()
+    hybrid = _hybrid(k=10, depth=4, members={"keyword": 2.0, "embedding": 1.0})
+    hybrid.index(tools)
+    query = parse_query("read slack messages")
+    keyword, embedding = hybrid.members["keyword"], hybrid.members["embedding"]
+    expected = rrf_fuse(
+        {
+            "keyword": [h.name for h in keyword.search(query, 4)],
+            "embedding": [h.name for h in embedding.search(query, 4)],
+        },
+        {"keyword": 2.0, "embedding": 1.0},
+        k=10,
+    )
+    order = {t.name: i for i, t in enumerate(sorted(tools, key=lambda t: (t.mcp, t.name)))}
+    ranked = sorted(expected, key=lambda n: (-expected[n], order[n]))
+    hits = hybrid.search(query, 3)  # each member contributes its best depth=4
+    assert [(h.name, h.score) for h in hits] == [(n, expected[n]) for n in ranked[:3]]
+    assert hits[0].name == "mcp__slack__read_channel"
+
+
+def test_weights_shift_the_ranking() -> None:
+    tools = [
+        Tool("mcp__a__cat", "Unrelated text about dogs."),
+        Tool("mcp__b__dog", "Unrelated text about cats."),
+        Tool("mcp__c__x", "Nothing."),
+        Tool("mcp__d__y", "Nothing at all."),
+        Tool("mcp__e__z", "Nothing here."),
+    ]
+    query = parse_query("cat")
+    names_only = HybridBackend(members={"keyword": 1.0})
+    names_only.index(tools)
+    assert [h.name for h in names_only.search(query, 1)] == ["mcp__a__cat"]
+    single = HybridBackend(members=["keyword"])
+    single.index(tools)
+    assert single.search(query, 5) == [
+        h.__class__(h.name, round(1 / (DEFAULT_K + i), 12))
+        for i, h in enumerate(names_only.search(query, 5), start=1)
+    ]
+
+
+def test_member_ties_keep_pool_order() -> None:
+    twins = [Tool(f"mcp__s{i}__lookup_record", "Look up a record.") for i in range(6)]
+    plain = [Tool(f"LookupRecord{i}", "Look up a record.") for i in range(2)]
+    options = {"embedding": {**FAKE_EMBEDDING["embedding"], "fields": ["description"]}}
+    hybrid = _hybrid(members=["embedding"], member_options=options)
+    hybrid.index(list(reversed(twins + plain)))
+    expected = [t.name for t in plain] + [t.name for t in twins]
+    for k in (1, 3, 8, 20):
+        # one member ranks ties in pool order; its ranks differ, so fusion keeps that order
+        assert [h.name for h in hybrid.search(parse_query("look up record"), k)] == expected[:k]
+
+
+class _FixedRanking(KeywordBackend):
+    """A member that always returns the same ranking (of the tools it has indexed)."""
+
+    def __init__(self, names: list[str]) -> None:
+        super().__init__()
+        self.names = names
+
+    def search(self, query: Any, k: int) -> list[Hit]:
+        return [Hit(n, 1.0 / (i + 1)) for i, n in enumerate(self.names) if n in self.tools][:k]
+
+
+def test_equal_fused_scores_tie_in_pool_order() -> None:
+    tools = [Tool("mcp__a__x", "x"), Tool("Zed", "z"), Tool("Alpha", "a"), Tool("mcp__b__y", "y")]
+    hybrid = HybridBackend(members=["keyword", "embedding"], member_options=FAKE_EMBEDDING)
+    # each tool is first for one member and second for the other: equal RRF sums
+    hybrid.members = {
+        "keyword": _FixedRanking(["mcp__b__y", "Zed", "mcp__a__x", "Alpha"]),
+        "embedding": _FixedRanking(["Zed", "mcp__b__y", "Alpha", "mcp__a__x"]),
+    }
+    hybrid.index(tools)
+    hits = hybrid.search(parse_query("anything"), 4)
+    assert [h.name for h in hits] == ["Zed", "mcp__b__y", "Alpha", "mcp__a__x"]
+    assert hits[0].score == hits[1].score and hits[2].score == hits[3].score
+    assert [h.name for h in hybrid.search(parse_query("anything"), 1)] == ["Zed"]
+
+
+def test_k_larger_than_catalogue_and_empty_cases() -> None:
+    hybrid = _hybrid()
+    assert hybrid.search(parse_query("file"), 5) == []
+    hybrid.index(_tools())
+    assert len(hybrid.search(parse_query("read file"), 1000)) <= len(_tools())
+    assert hybrid.search(parse_query("   "), 5) == []
+    assert hybrid.search(parse_query("file"), 0) == []
+    hybrid.index([])
+    assert hybrid.search(parse_query("file"), 5) == []
+
+
+def test_depth_is_at_least_k() -> None:
+    tools = [Tool(f"mcp__s__file_tool_{i}", "Works on a file.") for i in range(30)]
+    hybrid = HybridBackend(members=["keyword"], depth=2)
+    hybrid.index(tools)
+    assert len(hybrid.search(parse_query("file"), 25)) == 25
+
+
+def test_incremental_matches_rebuild() -> None:
+    tools = _tools()
+    changed = Tool("Write", "Save text into a note.")
+    added = Tool("mcp__notion__create_page", "Create a Notion page.")
+    inc = _hybrid()
+    inc.index(tools)
+    inc.upsert([changed, added])
+    inc.remove(["WebFetch", "unknown"])
+    rebuilt = _hybrid()
+    rebuilt.index([t for t in tools if t.name not in {"Write", "WebFetch"}] + [changed, added])
+    assert sorted(inc.tools) == sorted(rebuilt.tools)
+    for query in ("create a page", "save a note", "read file", "slack", "fetch url"):
+        assert inc.search(parse_query(query), 10) == rebuilt.search(parse_query(query), 10)
+
+
+def test_incremental_only_when_every_member_is() -> None:
+    assert HybridBackend.incremental is True
+    assert _hybrid(members=["embedding"]).incremental is True
+    assert KeywordBackend.incremental is False
+    assert _hybrid(members=["keyword", "embedding"]).incremental is False
+
+
+def test_params_report_members_weights_and_k() -> None:
+    params = _hybrid(members={"keyword": 0.5, "embedding": 2}, k=20, depth=30).params()
+    assert params["members"] == ["keyword", "embedding"]
+    assert params["weights"] == {"keyword": 0.5, "embedding": 2.0}
+    assert (params["k"], params["depth"]) == (20, 30)
+    member_params: Any = params["member_params"]
+    assert member_params["embedding"]["encoder"] == HashingEncoder().name
+
+
+def test_loaded_through_the_registry() -> None:
+    backend = registry.load_backend(
+        "hybrid", members=["keyword", "embedding"], member_options=FAKE_EMBEDDING
+    )
+    assert isinstance(backend, HybridBackend)
+    backend.index(_tools())
+    assert backend.search(parse_query("github issue"), 1)[0].name == "mcp__github__create_issue"
+
+
+def test_through_the_engine_with_required_terms() -> None:
+    engine = ToolSearch(_tools(), backend=_hybrid())
+    assert engine.search("+slack read").names[0] == "mcp__slack__read_channel"
+    assert set(engine.search("+slack message", 10).names) == {
+        "mcp__slack__send_message",
+        "mcp__slack__read_channel",
+    }
+    engine.set_tools([*_tools(), Tool("mcp__notion__create_page", "Create a Notion page.")])
+    assert engine.search("notion page").names[0] == "mcp__notion__create_page"
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "message"),
+    [
+        ({"members": "keyword"}, ConfigError, "got the string 'keyword'"),
+        ({"members": []}, ConfigError, "at least one member"),
+        ({"members": ["keyword", "keyword"]}, ConfigError, "repeat"),
+        ({"members": ["hybrid"]}, ConfigError, "member of itself"),
+        ({"members": {"keyword": 0}}, ConfigError, "positive number"),
+        ({"members": {"keyword": float("nan")}}, ConfigError, "positive number"),
+        ({"members": {"keyword": "1"}}, ConfigError, "positive number"),
+        ({"members": ["keyword"], "k": -1}, ConfigError, "non-negative"),
+        ({"members": ["keyword"], "depth": 0}, ConfigError, "depth"),
+        ({"members": ["keyword"], "member_options": {"bm25": {}}}, ConfigError, "not members"),
+        ({"members": ["keyword"], "member_options": {"keyword": 3}}, ConfigError, "table"),
+        ({"members": ["nope"]}, UnknownBackendError, "unknown backend 'nope'"),
+        ({"members": ["keyword"], "member_options": {"keyword": {"x": 1}}}, BackendError, "x"),
+    ],
+)
+def test_bad_options(options: dict[str, Any], error: type[Exception], message: str) -> None:
+    with pytest.raises(error, match=message):
+        HybridBackend(**options)
+
+
+def test_requires_and_extra_describe_the_default_members() -> None:
+    requires: set[str] = set()
+    extras: set[str] = set()
+    for member in DEFAULT_MEMBERS:
+        try:
+            cls = registry._backend_class(member)
+        except BackendError as exc:  # a default member whose module is not importable
+            pytest.fail(f"default hybrid member {member!r} cannot be imported: {exc}")
+        requires.update(getattr(cls, "requires", ()))
+        if getattr(cls, "extra", None):
+            extras.add(cls.extra)
+    assert set(HybridBackend.requires) == requires
+    assert set((HybridBackend.extra or "").split(",")) - {""} == extras
+    incremental = all(registry._backend_class(m).incremental for m in DEFAULT_MEMBERS)
+    assert HybridBackend.incremental is incremental
