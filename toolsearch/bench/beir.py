@@ -1,0 +1,360 @@
+"""Moving datasets between toolsearch's layout and BEIR's, both ways.
+
+BEIR (Thakur et al., NeurIPS 2021 Datasets and Benchmarks; also what MTEB's retrieval tasks
+read) keeps a dataset as::
+
+    corpus.jsonl       {"_id", "title", "text", "metadata"?}   one document a line
+    queries.jsonl      {"_id", "text", "metadata"?}            one query a line
+    qrels/<split>.tsv  header "query-id<TAB>corpus-id<TAB>score", one judgement a row
+
+Mapping (import ← BEIR, export → BEIR):
+
+* a document is a tool: ``_id`` ↔ the tool's name (so it must contain no whitespace),
+  ``text`` ↔ the description, ``metadata`` ↔ every other tool field (``input_schema``,
+  ``search_hint``, ``server``...). Export writes the name as ``title``; on import a ``title``
+  that is not empty and differs from ``_id`` is kept by putting it on the description's
+  first line, since the title is searchable text in BEIR;
+* a query's ``metadata.style`` ↔ its ``style``; other metadata ↔ the query's extra fields;
+* qrels of one split (``test`` by default) ↔ ``qrels.tsv``. On import the queries judged in
+  that split are kept, plus the queries judged in *no* split (they are negative queries: no
+  tool answers them); queries judged only in other splits are left out and counted in
+  :class:`BeirImport`. Export writes every query, negative ones included (they get no row).
+
+An export followed by an import gives back the same tools, queries and judgements.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from toolsearch.catalog import parse_jsonl, tool_from_dict
+from toolsearch.dataset import DATASET_FILES, QRELS_HEADER, Dataset, Query, load_dataset
+from toolsearch.errors import CatalogError
+from toolsearch.tool import Tool
+
+__all__ = [
+    "BEIR_QRELS_HEADER",
+    "BeirImport",
+    "export_beir",
+    "import_beir",
+    "read_beir",
+    "write_dataset",
+]
+
+BEIR_QRELS_HEADER = ("query-id", "corpus-id", "score")
+_BEIR_FILES = ("corpus.jsonl", "queries.jsonl", "qrels")
+
+
+@dataclass(frozen=True, slots=True)
+class BeirImport:
+    """What an import read and wrote."""
+
+    dataset: Dataset
+    split: str
+    excluded_queries: int
+
+    def summary(self) -> str:
+        """One line for the CLI."""
+        d = self.dataset
+        note = (
+            f"; {self.excluded_queries} queries judged only in other splits left out"
+            if self.excluded_queries
+            else ""
+        )
+        return (
+            f"{d.name}: {len(d.tools)} tools, {len(d.queries)} queries "
+            f"({len(d.negatives)} negative) from split {self.split!r}{note}"
+        )
+
+
+def _check_target(dst: Path, files: Iterable[str], force: bool) -> None:
+    if dst.exists() and not dst.is_dir():
+        raise CatalogError("the destination exists and is not a folder", path=dst)
+    clash = [name for name in files if (dst / name).exists()]
+    if clash and not force:
+        raise CatalogError(
+            f"the destination already has {', '.join(clash)}; pass --force to overwrite",
+            path=dst,
+        )
+
+
+def _write_lines(path: Path, lines: Iterable[str]) -> None:
+    try:
+        path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    except OSError as exc:
+        raise CatalogError(f"cannot write: {exc.strerror or exc}", path=path) from exc
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+
+
+def write_dataset(dataset: Dataset, dst: str | Path, *, force: bool = False) -> Dataset:
+    """Write ``dataset`` as a toolsearch dataset folder and load it back (checking it)."""
+    folder = Path(dst)
+    _check_target(folder, DATASET_FILES, force)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CatalogError(f"cannot create folder: {exc.strerror or exc}", path=folder) from exc
+    _write_lines(folder / "tools.jsonl", (_dumps(tool.to_dict()) for tool in dataset.tools))
+    query_lines = []
+    for query in dataset.queries:
+        record: dict[str, Any] = {"id": query.id, "text": query.text}
+        if query.style is not None:
+            record["style"] = query.style
+        record.update(query.metadata)
+        query_lines.append(_dumps(record))
+    _write_lines(folder / "queries.jsonl", query_lines)
+    rows = ["\t".join(QRELS_HEADER)]
+    for query in dataset.queries:
+        for tool_name, grade in dataset.qrels.get(query.id, {}).items():
+            rows.append(f"{query.id}\t{tool_name}\t{grade}")
+    _write_lines(folder / "qrels.tsv", rows)
+    return load_dataset(folder, name=dataset.name)
+
+
+# --------------------------------------------------------------------------- import
+
+
+def _string_id(data: Mapping[str, Any], path: Path, line: int) -> str:
+    raw = data.get("_id")
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        raw = str(raw)
+    if not isinstance(raw, str) or not raw.strip():
+        raise CatalogError(
+            f"must be a non-empty string, got {raw!r}", path=path, line=line, field="_id"
+        )
+    if any(ch.isspace() for ch in raw):
+        raise CatalogError(
+            f"{raw!r} contains whitespace, so it cannot be a tool or query id",
+            path=path,
+            line=line,
+            field="_id",
+        )
+    return raw
+
+
+def _optional_str(data: Mapping[str, Any], key: str, path: Path, line: int) -> str:
+    value = data.get(key, "")
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise CatalogError(
+            f"must be a string, got {type(value).__name__}", path=path, line=line, field=key
+        )
+    return value
+
+
+def _metadata(data: Mapping[str, Any], path: Path, line: int) -> dict[str, Any]:
+    meta = data.get("metadata")
+    if meta is None:
+        return {}
+    if not isinstance(meta, Mapping):
+        raise CatalogError(
+            f"must be a JSON object, got {type(meta).__name__}",
+            path=path,
+            line=line,
+            field="metadata",
+        )
+    return dict(meta)
+
+
+def _read_corpus(path: Path) -> list[Tool]:
+    if not path.is_file():
+        raise CatalogError("missing BEIR corpus file", path=path)
+    tools: list[Tool] = []
+    seen: dict[str, int] = {}
+    for line, data in parse_jsonl(path):
+        if not isinstance(data, Mapping):
+            raise CatalogError("a corpus document must be a JSON object", path=path, line=line)
+        doc_id = _string_id(data, path, line)
+        if doc_id in seen:
+            raise CatalogError(
+                f"duplicate document id {doc_id!r} (first on line {seen[doc_id]})",
+                path=path,
+                line=line,
+                field="_id",
+            )
+        seen[doc_id] = line
+        title = _optional_str(data, "title", path, line).strip()
+        text = _optional_str(data, "text", path, line)
+        description = f"{title}\n{text}" if title and title != doc_id else text
+        record = {**_metadata(data, path, line), "name": doc_id, "description": description}
+        tools.append(tool_from_dict(record, path=str(path), line=line))
+    return tools
+
+
+def _read_queries(path: Path) -> list[Query]:
+    if not path.is_file():
+        raise CatalogError("missing BEIR queries file", path=path)
+    queries: list[Query] = []
+    seen: dict[str, int] = {}
+    for line, data in parse_jsonl(path):
+        if not isinstance(data, Mapping):
+            raise CatalogError("a query must be a JSON object", path=path, line=line)
+        qid = _string_id(data, path, line)
+        if qid in seen:
+            raise CatalogError(
+                f"duplicate query id {qid!r} (first on line {seen[qid]})",
+                path=path,
+                line=line,
+                field="_id",
+            )
+        seen[qid] = line
+        if not isinstance(data.get("text"), str):
+            raise CatalogError(
+                f"must be a string, got {data.get('text')!r}", path=path, line=line, field="text"
+            )
+        meta = _metadata(data, path, line)
+        style = meta.pop("style", None)
+        if style is not None and not isinstance(style, str):
+            raise CatalogError(
+                f"must be a string, got {style!r}", path=path, line=line, field="metadata.style"
+            )
+        queries.append(Query(qid, data["text"], style, meta))
+    return queries
+
+
+def _read_qrels(path: Path, query_ids: set[str], doc_ids: set[str]) -> dict[str, dict[str, int]]:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise CatalogError(f"cannot read file: {exc.strerror or exc}", path=path) from exc
+    except UnicodeDecodeError as exc:
+        raise CatalogError(f"not UTF-8 text: {exc}", path=path) from exc
+    judged: dict[str, dict[str, int]] = {}
+    for number, text in enumerate(lines, start=1):
+        if not text.strip():
+            continue
+        cells = text.rstrip("\r").split("\t")
+        if len(cells) != 3:
+            raise CatalogError(
+                f"expected 3 tab-separated fields (query-id, corpus-id, score), got {len(cells)}",
+                path=path,
+                line=number,
+            )
+        qid, doc_id, raw = (cell.strip() for cell in cells)
+        if number == 1 and (qid, doc_id) == BEIR_QRELS_HEADER[:2]:
+            continue
+        try:
+            value = float(raw)
+        except ValueError:
+            raise CatalogError(
+                f"must be an integer, got {raw!r}", path=path, line=number, field="score"
+            ) from None
+        if not value.is_integer() or value < 0:
+            raise CatalogError(
+                f"must be a non-negative integer, got {raw!r}",
+                path=path,
+                line=number,
+                field="score",
+            )
+        if qid not in query_ids:
+            raise CatalogError(
+                f"unknown query {qid!r} (not in queries.jsonl)",
+                path=path,
+                line=number,
+                field="query-id",
+            )
+        if doc_id not in doc_ids:
+            raise CatalogError(
+                f"unknown document {doc_id!r} (not in corpus.jsonl)",
+                path=path,
+                line=number,
+                field="corpus-id",
+            )
+        judged.setdefault(qid, {})[doc_id] = int(value)
+    return judged
+
+
+def read_beir(src: str | Path, *, split: str = "test", name: str | None = None) -> BeirImport:
+    """Read a BEIR folder into a :class:`Dataset` (in memory; see :func:`import_beir`)."""
+    folder = Path(src)
+    if not folder.is_dir():
+        raise CatalogError("not a BEIR folder (expected a directory)", path=folder)
+    tools = _read_corpus(folder / "corpus.jsonl")
+    queries = _read_queries(folder / "queries.jsonl")
+    qrels_dir = folder / "qrels"
+    splits = sorted(p.stem for p in qrels_dir.glob("*.tsv")) if qrels_dir.is_dir() else []
+    if split not in splits:
+        available = ", ".join(splits) or "none"
+        raise CatalogError(
+            f"no qrels for split {split!r} (qrels/{split}.tsv); splits found: {available}",
+            path=qrels_dir,
+        )
+    query_ids = {q.id for q in queries}
+    doc_ids = {t.name for t in tools}
+    per_split = {s: _read_qrels(qrels_dir / f"{s}.tsv", query_ids, doc_ids) for s in splits}
+    chosen = per_split[split]
+    judged_anywhere = {qid for judged in per_split.values() for qid in judged}
+    kept = [q for q in queries if q.id in chosen or q.id not in judged_anywhere]
+    qrels = {qid: {t: g for t, g in gold.items() if g > 0} for qid, gold in chosen.items()}
+    qrels = {qid: gold for qid, gold in qrels.items() if gold}
+    dataset = Dataset(name or folder.resolve().name, tools, kept, qrels, None)
+    return BeirImport(dataset, split, len(queries) - len(kept))
+
+
+def import_beir(
+    src: str | Path,
+    dst: str | Path,
+    *,
+    split: str = "test",
+    force: bool = False,
+) -> BeirImport:
+    """Convert the BEIR folder ``src`` into the toolsearch dataset folder ``dst``."""
+    read = read_beir(src, split=split, name=Path(dst).name)
+    written = write_dataset(read.dataset, dst, force=force)
+    return BeirImport(written, split, read.excluded_queries)
+
+
+# --------------------------------------------------------------------------- export
+
+
+def export_beir(
+    dataset: Dataset | str | Path,
+    dst: str | Path,
+    *,
+    split: str = "test",
+    force: bool = False,
+) -> Path:
+    """Write ``dataset`` (or the dataset folder at that path) as the BEIR folder ``dst``."""
+    data = dataset if isinstance(dataset, Dataset) else load_dataset(dataset)
+    if not split or "/" in split or split.startswith("."):
+        raise CatalogError(f"invalid split name {split!r}")
+    folder = Path(dst)
+    _check_target(folder, _BEIR_FILES, force)
+    try:
+        (folder / "qrels").mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CatalogError(f"cannot create folder: {exc.strerror or exc}", path=folder) from exc
+    corpus = []
+    for tool in data.tools:
+        fields = tool.to_dict()
+        fields.pop("name", None)
+        description = fields.pop("description", "")
+        record: dict[str, Any] = {"_id": tool.name, "title": tool.name, "text": description}
+        if fields:
+            record["metadata"] = fields
+        corpus.append(_dumps(record))
+    _write_lines(folder / "corpus.jsonl", corpus)
+    query_lines = []
+    for query in data.queries:
+        meta = dict(query.metadata)
+        if query.style is not None:
+            meta["style"] = query.style
+        entry: dict[str, Any] = {"_id": query.id, "text": query.text}
+        if meta:
+            entry["metadata"] = meta
+        query_lines.append(_dumps(entry))
+    _write_lines(folder / "queries.jsonl", query_lines)
+    rows = ["\t".join(BEIR_QRELS_HEADER)]
+    for query in data.queries:
+        for tool_name, grade in data.qrels.get(query.id, {}).items():
+            rows.append(f"{query.id}\t{tool_name}\t{grade}")
+    _write_lines(folder / "qrels" / f"{split}.tsv", rows)
+    return folder

@@ -1,0 +1,267 @@
+"""Retrieval-quality metrics named as strings, computed with ranx.
+
+A metric name is ``<family>@<k>`` (``"recall@5"``) or ``false_positive_rate``. Per query, with
+``R`` the gold tools of the query and ``top_k`` the first ``k`` tools ToolSearch returned:
+
+``recall@k``    ``|R ∩ top_k| / |R|`` (ranx ``recall@k``)
+``hit@k``       1 if ``R ∩ top_k`` is not empty, else 0 — "success" in trec_eval (ranx
+                ``hit_rate@k``)
+``complete@k``  1 if every gold tool is in ``top_k``, else 0: the query can be served with
+                ``k`` loaded tools. ranx has no such metric; it is read off ranx's per-query
+                ``recall@k`` (complete exactly when recall is 1)
+``mrr@k``       reciprocal rank of the first gold tool within ``top_k``, 0 if none (ranx
+                ``mrr@k``; Voorhees, TREC-8 QA, 1999)
+``ndcg@k``      DCG of ``top_k`` with linear gains ``grade / log2(rank + 1)`` over the ideal
+                DCG (ranx ``ndcg@k``; Järvelin & Kekäläinen, TOIS 2002)
+
+Each is averaged over the *positive* queries (those with at least one gold tool).
+``false_positive_rate`` is measured on the *negative* queries instead (no tool answers them):
+the share of them whose top result is not abstained from — see :func:`is_false_positive`.
+Lower is better for it, higher for every other metric.
+
+ranx re-sorts a run by score, so runs are handed to it with rank-derived scores
+(:func:`rank_scores`): the order ToolSearch returned is exactly the order evaluated, whatever
+ties the backend's own scores had.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from toolsearch.bench._ranx import NO_RESULT, import_ranx, quiet
+from toolsearch.bench.errors import BenchError
+from toolsearch.engine import Match
+
+__all__ = [
+    "FALSE_POSITIVE_RATE",
+    "FAMILIES",
+    "RUN_DEPTH",
+    "Metric",
+    "abstention_threshold",
+    "default_metrics",
+    "false_positive_rate",
+    "is_false_positive",
+    "mean",
+    "parse_k_list",
+    "parse_metric",
+    "parse_metrics",
+    "per_query_scores",
+    "rank_scores",
+]
+
+#: How many results each benchmark query asks ToolSearch for (its ``max_results``).
+RUN_DEPTH = 100
+
+#: Ranked-metric families and the ranx metric each is computed from.
+FAMILIES: Mapping[str, str] = {
+    "recall": "recall",
+    "hit": "hit_rate",
+    "complete": "recall",
+    "mrr": "mrr",
+    "ndcg": "ndcg",
+}
+
+FALSE_POSITIVE_RATE = "false_positive_rate"
+
+_NAME = re.compile(r"^([a-z_]+)@(\d+)$")
+
+
+@dataclass(frozen=True, slots=True)
+class Metric:
+    """A parsed metric name: its family and cutoff (None for ``false_positive_rate``)."""
+
+    family: str
+    k: int | None = None
+
+    @property
+    def name(self) -> str:
+        """The canonical name, e.g. ``"recall@5"``."""
+        return self.family if self.k is None else f"{self.family}@{self.k}"
+
+    @property
+    def ranked(self) -> bool:
+        """True for metrics of the positive queries' rankings (not the false-positive rate)."""
+        return self.k is not None
+
+    @property
+    def higher_is_better(self) -> bool:
+        """Which way an improvement goes (only the false-positive rate improves downwards)."""
+        return self.family != FALSE_POSITIVE_RATE
+
+    @property
+    def ranx_name(self) -> str | None:
+        """The ranx metric this one is read from (``"hit_rate@5"`` for ``hit@5``)."""
+        if self.k is None:
+            return None
+        return f"{FAMILIES[self.family]}@{self.k}"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def _known() -> str:
+    return ", ".join(f"{family}@k" for family in FAMILIES) + f", {FALSE_POSITIVE_RATE}"
+
+
+def parse_metric(name: str, *, max_k: int = RUN_DEPTH) -> Metric:
+    """Parse ``"recall@5"`` and the like; anything else raises :class:`BenchError` naming the
+    known metrics. ``k`` must be between 1 and ``max_k`` (the run depth)."""
+    if not isinstance(name, str):
+        raise BenchError(f"a metric name must be a string, got {name!r}")
+    text = name.strip().lower()
+    if text == FALSE_POSITIVE_RATE:
+        return Metric(FALSE_POSITIVE_RATE)
+    match = _NAME.match(text)
+    if match is None or match.group(1) not in FAMILIES:
+        family = text.split("@", 1)[0]
+        if family in FAMILIES and "@" not in text:
+            raise BenchError(f"metric {name!r} needs a cutoff, e.g. '{family}@10'")
+        raise BenchError(f"unknown metric {name!r}; known metrics: {_known()}")
+    k = int(match.group(2))
+    if not 1 <= k <= max_k:
+        raise BenchError(f"metric {name!r}: k must be between 1 and the run depth {max_k}")
+    return Metric(match.group(1), k)
+
+
+def parse_metrics(names: Iterable[str], *, max_k: int = RUN_DEPTH) -> list[Metric]:
+    """Parse several names (a comma-separated string is split), dropping repeats."""
+    if isinstance(names, str):
+        names = [part for part in names.split(",") if part.strip()]
+    parsed = [parse_metric(name, max_k=max_k) for name in names]
+    if not parsed:
+        raise BenchError(f"no metric given; known metrics: {_known()}")
+    return list(dict.fromkeys(parsed))
+
+
+def parse_k_list(text: str, *, max_k: int = RUN_DEPTH) -> list[int]:
+    """``"1,3,5,10"`` → ``[1, 3, 5, 10]`` (sorted, repeats dropped, each 1..max_k)."""
+    ks: set[int] = set()
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            k = int(part)
+        except ValueError:
+            raise BenchError(f"--k: {part!r} is not an integer (expected e.g. 1,3,5,10)") from None
+        if not 1 <= k <= max_k:
+            raise BenchError(f"--k: {k} is out of range; k must be between 1 and {max_k}")
+        ks.add(k)
+    if not ks:
+        raise BenchError(f"--k: no cutoff in {text!r} (expected e.g. 1,3,5,10)")
+    return sorted(ks)
+
+
+def default_metrics(ks: Sequence[int] = (1, 3, 5, 10)) -> list[Metric]:
+    """``recall@k``, ``hit@k`` and ``complete@k`` for each ``k``, then ``mrr@10``, ``ndcg@10``."""
+    metrics = [Metric(family, k) for family in ("recall", "hit", "complete") for k in ks]
+    return [*metrics, Metric("mrr", 10), Metric("ndcg", 10)]
+
+
+def rank_scores(names: Sequence[str], depth: int = RUN_DEPTH) -> dict[str, float]:
+    """``{tool: depth + 1 - rank}``: strictly decreasing scores that keep the returned order
+    through any tool (ranx, trec_eval) that re-sorts by score."""
+    if len(names) > depth:
+        raise BenchError(f"a run has {len(names)} results, more than its depth {depth}")
+    return {name: float(depth - i) for i, name in enumerate(names)}
+
+
+def per_query_scores(
+    qrels: Mapping[str, Mapping[str, int]],
+    ranked: Mapping[str, Sequence[str]],
+    metrics: Sequence[Metric],
+    *,
+    depth: int = RUN_DEPTH,
+) -> dict[str, dict[str, float]]:
+    """``{metric name: {query id: value}}`` for every query of ``qrels`` (positive queries).
+
+    ``ranked[qid]`` is the list of tool names ToolSearch returned, best first. Every query of
+    ``qrels`` must have an entry (possibly empty): a missing one is an error, never a skip.
+    ``false_positive_rate`` is not computed here (see :func:`false_positive_rate`).
+    """
+    missing = [qid for qid in qrels if qid not in ranked]
+    if missing:
+        raise BenchError(
+            f"the run has no result for {len(missing)} judged queries (first: {missing[0]!r})"
+        )
+    wanted = [m for m in metrics if m.ranked]
+    if not qrels or not wanted:
+        return {m.name: {} for m in wanted}
+    run = {qid: rank_scores(ranked[qid], depth) for qid in qrels}
+    if not any(run.values()):
+        # ranx cannot build a run where nothing was retrieved; an unjudged stand-in keeps
+        # every value at 0 and changes nothing else.
+        run[next(iter(run))] = {NO_RESULT: 1.0}
+    ranx = import_ranx()
+    ranx_names = sorted({m.ranx_name for m in wanted if m.ranx_name})
+    ranx_qrels = ranx.Qrels(
+        {qid: {t: int(g) for t, g in gold.items()} for qid, gold in qrels.items()}
+    )
+    ranx_run = ranx.Run(run)
+    with quiet():
+        ranx.evaluate(ranx_qrels, ranx_run, ranx_names, save_results_in_run=True)
+    raw: Mapping[str, Mapping[str, float]] = ranx_run.scores
+    out: dict[str, dict[str, float]] = {}
+    for metric in wanted:
+        values = raw[metric.ranx_name or ""]
+        if metric.family == "complete":
+            out[metric.name] = {q: 1.0 if values[q] >= 1.0 - 1e-9 else 0.0 for q in qrels}
+        else:
+            out[metric.name] = {q: float(values[q]) for q in qrels}
+    return out
+
+
+def mean(values: Iterable[float]) -> float:
+    """Arithmetic mean (0.0 for no values)."""
+    items = list(values)
+    return float(sum(items) / len(items)) if items else 0.0
+
+
+def abstention_threshold(backend: object) -> float | None:
+    """The score below which ``backend`` abstains: its ``abstain_below`` attribute, else the
+    ``abstain_below`` entry of its ``params()``; None when it has no such threshold."""
+    value = getattr(backend, "abstain_below", None)
+    if value is None:
+        params = getattr(backend, "params", None)
+        if callable(params):
+            found = params()
+            if isinstance(found, Mapping):
+                value = found.get("abstain_below")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise BenchError(
+            f"backend {type(backend).__name__}: abstain_below must be a number, got {value!r}"
+        )
+    return float(value)
+
+
+def is_false_positive(matches: Sequence[Match], threshold: float | None) -> bool:
+    """Whether a negative query's result wrongly offers a tool.
+
+    No match → no. With no abstention threshold any match counts. With one, the top match
+    counts unless its score is below the threshold; a fast-path match (exact name, ``select:``
+    or ``mcp__`` prefix) has no score and always counts.
+    """
+    if not matches:
+        return False
+    top = matches[0]
+    if threshold is None or top.score is None:
+        return True
+    return top.score >= threshold
+
+
+def false_positive_rate(
+    results: Mapping[str, Sequence[Match]],
+    negatives: Sequence[str],
+    threshold: float | None,
+) -> float:
+    """Share of the ``negatives`` query ids whose result :func:`is_false_positive`."""
+    missing = [qid for qid in negatives if qid not in results]
+    if missing:
+        raise BenchError(
+            f"the run has no result for {len(missing)} negative queries (first: {missing[0]!r})"
+        )
+    return mean(1.0 if is_false_positive(results[q], threshold) else 0.0 for q in negatives)

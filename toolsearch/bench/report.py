@@ -1,0 +1,432 @@
+"""Result tables, the Markdown report and its PNG plots.
+
+The same :class:`TextTable` values feed the terminal (the CLI renders them with rich) and the
+Markdown report, so both always show the same numbers. ``--report DIR`` writes:
+
+``report.md``              the tables of every dataset, the significance tests, the plots
+``results.json``           the ``--json-out`` object of the same run
+``recall_<dataset>.png``   recall@k for k = 1..20, one curve per backend
+``latency_scale.png``      p50 query latency (and index time) against catalogue size, when a
+                           scaling measurement was made (:mod:`toolsearch.bench.scaling`)
+
+Plots use matplotlib's object API (no pyplot, no global backend switch).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from toolsearch.bench.artefacts import result_to_json
+from toolsearch.bench.costs import TOKEN_K
+from toolsearch.bench.errors import BenchError
+from toolsearch.bench.metrics import FALSE_POSITIVE_RATE, RUN_DEPTH, Metric, mean, per_query_scores
+from toolsearch.bench.runner import BenchResult, DatasetResult
+from toolsearch.bench.scaling import ScalingResult
+
+__all__ = [
+    "CURVE_MAX_K",
+    "TextTable",
+    "cost_table",
+    "dataset_tables",
+    "plot_recall_curves",
+    "plot_scaling",
+    "quality_table",
+    "recall_curve",
+    "render_markdown",
+    "significance_table",
+    "style_table",
+    "write_report",
+]
+
+#: The recall curves run from k = 1 to this.
+CURVE_MAX_K = 20
+
+
+@dataclass
+class TextTable:
+    """A titled table of strings, rendered by the CLI (rich) and the report (Markdown)."""
+
+    title: str
+    headers: list[str]
+    rows: list[list[str]] = field(default_factory=list)
+    caption: str = ""
+    align_left: int = 1  # leading columns that are labels, not numbers
+
+    def width(self) -> int:
+        """Characters a plain rendering needs (cell padding and borders included)."""
+        columns = [self.headers, *self.rows]
+        return sum(max(len(row[i]) for row in columns) + 3 for i in range(len(self.headers))) + 1
+
+    def transposed(self) -> TextTable:
+        """Columns as rows (e.g. one row per metric, one column per backend), for narrow
+        terminals; the label columns of a row are joined into one header."""
+        labels = [" vs ".join(row[: self.align_left]) for row in self.rows]
+        corner = ""
+        rows = [
+            [self.headers[j], *[row[j] for row in self.rows]]
+            for j in range(self.align_left, len(self.headers))
+        ]
+        return TextTable(self.title, [corner, *labels], rows, self.caption, align_left=1)
+
+    def markdown(self) -> str:
+        """A GitHub-flavoured Markdown table with its title and caption."""
+
+        def cell(text: str) -> str:
+            return text.replace("|", "\\|")
+
+        align = [":---" if i < self.align_left else "---:" for i in range(len(self.headers))]
+        lines = [f"**{self.title}**", ""]
+        lines.append("| " + " | ".join(cell(h) for h in self.headers) + " |")
+        lines.append("| " + " | ".join(align) + " |")
+        lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in self.rows]
+        if self.caption:
+            lines += ["", self.caption]
+        return "\n".join(lines)
+
+
+def _num(value: float | None, digits: int = 3) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def quality_table(entry: DatasetResult, metrics: Sequence[Metric]) -> TextTable:
+    """Quality metrics of every backend on one dataset (means over its queries)."""
+    names = [m.name for m in metrics if m.ranked]
+    has_fpr = any(FALSE_POSITIVE_RATE in r.metrics for r in entry.backends.values())
+    headers = ["backend", *names] + (["false pos."] if has_fpr else [])
+    table = TextTable(
+        f"{entry.name}: retrieval quality",
+        headers,
+        caption=(
+            f"{entry.n_queries} queries ({len(entry.qrels)} with gold tools, "
+            f"{len(entry.negative_ids)} negative), {entry.n_tools} tools, all deferred; "
+            f"every query through ToolSearch at depth {RUN_DEPTH}"
+            + (f"; deterministic sample of {entry.limit}" if entry.limit else "")
+            + (
+                "; false pos. = share of negative queries whose top result is not abstained "
+                "from (lower is better)"
+                if has_fpr
+                else ""
+            )
+            + f"; dataset sha256 {entry.sha256[:12]}"
+        ),
+    )
+    for backend, run in entry.backends.items():
+        row = [backend] + [_num(run.metrics.get(name)) for name in names]
+        if has_fpr:
+            row.append(_num(run.metrics.get(FALSE_POSITIVE_RATE)))
+        table.rows.append(row)
+    return table
+
+
+def cost_table(entry: DatasetResult) -> TextTable:
+    """Latency, index time, memory and request tokens of every backend on one dataset."""
+    table = TextTable(
+        f"{entry.name}: cost",
+        [
+            "backend",
+            "p50 ms",
+            "p95 ms",
+            "p99 ms",
+            "index s",
+            "peak MB",
+            "tokens, all tools",
+            f"tokens, search + top {TOKEN_K}",
+            "saving",
+        ],
+        caption=(
+            "latency per ToolSearch call; peak MB = resident memory growth while building and "
+            "querying; tokens estimated at 2.5 characters a token (with search: the ToolSearch "
+            f"tool, the deferred-names block and the top {TOKEN_K} tools a query loaded, "
+            "averaged over the queries)"
+        ),
+    )
+    for backend, run in entry.backends.items():
+        tokens_all = run.tokens.get("all_tools", 0)
+        tokens_search = run.tokens.get("with_search", 0)
+        saving = 1 - tokens_search / tokens_all if tokens_all else 0.0
+        table.rows.append(
+            [
+                backend,
+                _num(run.latency_ms.get("p50"), 2),
+                _num(run.latency_ms.get("p95"), 2),
+                _num(run.latency_ms.get("p99"), 2),
+                _num(run.index_seconds, 2),
+                _num(run.peak_mb, 1),
+                f"{tokens_all:,}",
+                f"{tokens_search:,}",
+                f"{saving:.0%}",
+            ]
+        )
+    return table
+
+
+def _primary(metrics: Sequence[Metric]) -> str | None:
+    names = [m.name for m in metrics if m.ranked]
+    if "recall@5" in names:
+        return "recall@5"
+    return names[0] if names else None
+
+
+def style_table(entry: DatasetResult, metrics: Sequence[Metric]) -> TextTable | None:
+    """The primary metric (recall@5 when measured) per query style; None without styles."""
+    styles = list(dict.fromkeys(s for r in entry.backends.values() for s in r.by_style))
+    if not styles:
+        return None
+    primary = _primary(metrics)
+    counts = {s: sum(1 for q in entry.queries if q.style == s) for s in styles}
+    table = TextTable(
+        f"{entry.name}: by query style",
+        ["backend", *[f"{s} ({counts[s]})" for s in styles]],
+        caption=(
+            f"{primary or 'no ranked metric'} per style (query count in brackets); a style of "
+            "negative queries only shows its false-positive rate, marked 'fp'"
+        ),
+    )
+    for backend, run in entry.backends.items():
+        row = [backend]
+        for style in styles:
+            values = run.by_style.get(style, {})
+            if primary is not None and primary in values:
+                row.append(_num(values[primary]))
+            elif FALSE_POSITIVE_RATE in values:
+                row.append(f"fp {_num(values[FALSE_POSITIVE_RATE])}")
+            else:
+                row.append("—")
+        table.rows.append(row)
+    return table
+
+
+def significance_table(entry: DatasetResult) -> TextTable | None:
+    """Paired tests between backends; None when none were run."""
+    sig = entry.significance
+    if sig is None:
+        return None
+    table = TextTable(
+        f"{entry.name}: paired significance tests",
+        ["a", "b", *[f"Δ {m} (b - a)" for m in sig.metrics]],
+        caption=f"{sig.describe()}; * = significant",
+        align_left=2,
+    )
+    by_pair: dict[tuple[str, str], dict[str, str]] = {}
+    for pair in sig.pairs:
+        mark = "*" if pair.significant else ""
+        by_pair.setdefault((pair.a, pair.b), {})[pair.metric] = (
+            f"{pair.delta:+.3f} p={pair.p_value:.3g}{mark}"
+        )
+    for (a, b), cells in by_pair.items():
+        table.rows.append([a, b, *[cells.get(m, "—") for m in sig.metrics]])
+    return table
+
+
+def dataset_tables(entry: DatasetResult, metrics: Sequence[Metric]) -> list[TextTable]:
+    """Every table of one dataset, in display order."""
+    tables = [quality_table(entry, metrics), cost_table(entry)]
+    for extra in (style_table(entry, metrics), significance_table(entry)):
+        if extra is not None:
+            tables.append(extra)
+    return tables
+
+
+# --------------------------------------------------------------------------- plots
+
+
+def recall_curve(entry: DatasetResult, backend: str, max_k: int = CURVE_MAX_K) -> list[float]:
+    """Mean recall@k for k = 1..max_k of one backend on one dataset (via ranx)."""
+    qrels = entry.qrels
+    if not qrels:
+        return []
+    curve_metrics = [Metric("recall", k) for k in range(1, max_k + 1)]
+    scores = per_query_scores(qrels, entry.backends[backend].ranked(), curve_metrics)
+    return [mean(scores[m.name].values()) for m in curve_metrics]
+
+
+def _figure(width: float = 7.0, height: float = 4.5) -> Any:
+    try:
+        from matplotlib.figure import Figure
+    except ImportError as exc:
+        from toolsearch.errors import MissingExtraError
+
+        raise MissingExtraError("bench report", "bench", [exc.name or "matplotlib"]) from exc
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def _safe(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)
+
+
+def plot_recall_curves(result: BenchResult, out_dir: Path) -> list[Path]:
+    """One ``recall_<dataset>.png`` per dataset with judged queries."""
+    written: list[Path] = []
+    for name, entry in result.datasets.items():
+        if not entry.qrels:
+            continue
+        fig = _figure()
+        ax = fig.add_subplot()
+        ks = list(range(1, CURVE_MAX_K + 1))
+        for backend in entry.backends:
+            ax.plot(ks, recall_curve(entry, backend), marker="o", markersize=3, label=backend)
+        ax.set_xlabel("k (tools loaded)")
+        ax.set_ylabel("recall@k")
+        ax.set_ylim(0, 1)
+        ax.set_xticks([1, 3, 5, 10, 15, 20])
+        ax.grid(alpha=0.3)
+        ax.set_title(f"{name}: recall@k ({len(entry.qrels)} queries)")
+        ax.legend(loc="lower right")
+        target = out_dir / f"recall_{_safe(name)}.png"
+        fig.savefig(target, dpi=120)
+        written.append(target)
+    return written
+
+
+def plot_scaling(scaling: ScalingResult, target: Path) -> Path:
+    """``latency_scale.png``: p50 query latency and index time against catalogue size."""
+    fig = _figure(10.0, 4.5)
+    latency, build = fig.subplots(1, 2)
+    for backend, points in scaling.points.items():
+        if not points:
+            continue
+        sizes = [p.size for p in points]
+        latency.plot(sizes, [p.p50_ms for p in points], marker="o", label=backend)
+        build.plot(sizes, [p.index_seconds for p in points], marker="o", label=backend)
+    for ax, label in ((latency, "p50 ms per ToolSearch call"), (build, "index build seconds")):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("catalogue size (tools)")
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3, which="both")
+        ax.legend()
+    fig.suptitle(
+        f"Scaling on catalogues grown from {scaling.base} ({scaling.n_queries} queries each)"
+    )
+    fig.savefig(target, dpi=120)
+    return target
+
+
+def _scaling_table(scaling: ScalingResult) -> TextTable:
+    table = TextTable(
+        f"latency against catalogue size (grown from {scaling.base})",
+        ["backend", *[f"{s:,} tools" for s in scaling.sizes]],
+        caption=(
+            f"p50 ms per ToolSearch call / index seconds, {scaling.n_queries} queries per size; "
+            f"sizes projected over {scaling.budget_seconds:g} s are not measured"
+        ),
+    )
+    for backend, points in scaling.points.items():
+        at = {p.size: p for p in points}
+        row = [backend]
+        for size in scaling.sizes:
+            point = at.get(size)
+            row.append(
+                "skipped" if point is None else f"{point.p50_ms:.2f} / {point.index_seconds:.1f}"
+            )
+        table.rows.append(row)
+    return table
+
+
+# --------------------------------------------------------------------------- report
+
+
+def render_markdown(
+    result: BenchResult,
+    *,
+    scaling: ScalingResult | None = None,
+    images: Sequence[Path] = (),
+    command: str | None = None,
+) -> str:
+    """The report's Markdown text."""
+    lines = [f"# toolsearch benchmark (toolsearch {result.toolsearch_version})", ""]
+    if command:
+        lines += ["Produced by:", "", "```", command, "```", ""]
+    if result.skipped:
+        lines += ["Backends not run:", ""]
+        lines += [f"- `{name}`: {why}" for name, why in result.skipped.items()]
+        lines.append("")
+    image_names = {p.name for p in images}
+    for name, entry in result.datasets.items():
+        lines += [f"## {name}", ""]
+        for table in dataset_tables(entry, result.metrics):
+            lines += [table.markdown(), ""]
+        if entry.significance_note:
+            lines += [f"Significance: {entry.significance_note}.", ""]
+        params = {b: r.params for b, r in entry.backends.items()}
+        lines += ["Backend parameters:", "", "```json", json.dumps(params, indent=1, default=str)]
+        lines += ["```", ""]
+        image = f"recall_{_safe(name)}.png"
+        if image in image_names:
+            lines += [f"![recall@k on {name}]({image})", ""]
+    if scaling is not None:
+        lines += ["## Latency against catalogue size", "", _scaling_table(scaling).markdown(), ""]
+        for backend, reasons in scaling.skipped.items():
+            lines += [f"- `{backend}`: " + "; ".join(reasons)]
+        if scaling.skipped:
+            lines.append("")
+        if "latency_scale.png" in image_names:
+            lines += ["![latency against catalogue size](latency_scale.png)", ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write_report(
+    result: BenchResult,
+    out_dir: str | Path,
+    *,
+    scaling: ScalingResult | None = None,
+    command: str | None = None,
+) -> Path:
+    """Write ``report.md``, ``results.json`` and the PNG plots into ``out_dir``."""
+    folder = Path(out_dir)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        images = plot_recall_curves(result, folder)
+        if scaling is not None and any(scaling.points.values()):
+            images.append(plot_scaling(scaling, folder / "latency_scale.png"))
+        (folder / "results.json").write_text(
+            json.dumps(result_to_json(result), indent=2, ensure_ascii=False) + "\n",
+            encoding="utf-8",
+        )
+        if scaling is not None:
+            (folder / "scaling.json").write_text(
+                json.dumps(_scaling_json(scaling), indent=2) + "\n", encoding="utf-8"
+            )
+        significance = {
+            name: entry.significance.to_dict()
+            for name, entry in result.datasets.items()
+            if entry.significance is not None
+        }
+        if significance:
+            (folder / "significance.json").write_text(
+                json.dumps(significance, indent=2) + "\n", encoding="utf-8"
+            )
+        target = folder / "report.md"
+        target.write_text(
+            render_markdown(result, scaling=scaling, images=images, command=command),
+            encoding="utf-8",
+        )
+    except OSError as exc:
+        raise BenchError(f"cannot write the report: {exc.strerror or exc}", path=folder) from exc
+    return target
+
+
+def _scaling_json(scaling: ScalingResult) -> dict[str, Any]:
+    return {
+        "base": scaling.base,
+        "sizes": list(scaling.sizes),
+        "n_queries": scaling.n_queries,
+        "budget_seconds": scaling.budget_seconds,
+        "points": {
+            backend: [
+                {
+                    "size": p.size,
+                    "index_seconds": p.index_seconds,
+                    "p50_ms": p.p50_ms,
+                    "p95_ms": p.p95_ms,
+                }
+                for p in points
+            ]
+            for backend, points in scaling.points.items()
+        },
+        "skipped": scaling.skipped,
+    }

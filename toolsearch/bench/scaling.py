@@ -1,0 +1,140 @@
+"""Latency against catalogue size, on deterministic large catalogues.
+
+Real catalogues stop at a few hundred tools, so the curve is measured on catalogues grown from
+a dataset's tools by :func:`toolsearch.synth.scale_catalog` (seed 0: the same catalogue on
+every machine). At each size every backend is built over the catalogue and runs the same
+sample of the dataset's queries through ToolSearch (run depth 100).
+
+Sizes are measured smallest first. A backend whose next size is projected — linearly from its
+last index time and query latency — to take longer than ``budget_seconds`` is not measured at
+that size or above, and the reason is recorded (nothing is left out silently).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from toolsearch.bench.costs import percentile
+from toolsearch.bench.errors import BenchError
+from toolsearch.bench.metrics import RUN_DEPTH
+from toolsearch.bench.progress import NoProgress, Progress
+from toolsearch.bench.runner import BackendSpec, run_backend, sample_queries
+from toolsearch.dataset import Query
+from toolsearch.synth import scale_catalog
+from toolsearch.tool import Tool
+
+__all__ = ["DEFAULT_SIZES", "ScalePoint", "ScalingResult", "measure_scaling", "parse_sizes"]
+
+DEFAULT_SIZES: tuple[int, ...] = (1_000, 10_000, 100_000)
+
+
+@dataclass(frozen=True, slots=True)
+class ScalePoint:
+    """One backend at one catalogue size."""
+
+    size: int
+    index_seconds: float
+    p50_ms: float
+    p95_ms: float
+    n_queries: int
+
+
+@dataclass
+class ScalingResult:
+    """Every backend's curve, and the sizes each one was not measured at (with why)."""
+
+    base: str
+    sizes: tuple[int, ...]
+    n_queries: int
+    budget_seconds: float
+    points: dict[str, list[ScalePoint]] = field(default_factory=dict)
+    skipped: dict[str, list[str]] = field(default_factory=dict)
+
+
+def parse_sizes(text: str) -> tuple[int, ...]:
+    """``"1000,10000"`` → ``(1000, 10000)``, sorted; each at least 1."""
+    sizes: set[int] = set()
+    for part in text.split(","):
+        part = part.strip().replace("_", "")
+        if not part:
+            continue
+        multiplier = 1
+        if part[-1:].lower() == "k":
+            part, multiplier = part[:-1], 1000
+        try:
+            size = int(part) * multiplier
+        except ValueError:
+            raise BenchError(f"--scale-sizes: {part!r} is not an integer (e.g. 1000,10k)") from None
+        if size < 1:
+            raise BenchError(f"--scale-sizes: sizes must be at least 1, got {size}")
+        sizes.add(size)
+    if not sizes:
+        raise BenchError(f"--scale-sizes: no size in {text!r}")
+    return tuple(sorted(sizes))
+
+
+def measure_scaling(
+    base_tools: Sequence[Tool],
+    queries: Sequence[Query],
+    backends: Sequence[BackendSpec],
+    *,
+    base_name: str = "dataset",
+    sizes: Sequence[int] = DEFAULT_SIZES,
+    n_queries: int = 50,
+    budget_seconds: float = 60.0,
+    depth: int = RUN_DEPTH,
+    progress: Progress | None = None,
+) -> ScalingResult:
+    """Index and query latency of each backend at each catalogue size."""
+    if not base_tools:
+        raise BenchError("latency scaling needs a dataset with tools")
+    if not queries:
+        raise BenchError("latency scaling needs a dataset with queries")
+    if budget_seconds <= 0:
+        raise BenchError(f"--scale-budget must be positive, got {budget_seconds}")
+    progress = progress or NoProgress()
+    ordered = tuple(sorted(set(sizes)))
+    sample = sample_queries(queries, n_queries)
+    result = ScalingResult(base_name, ordered, len(sample), budget_seconds)
+    catalogues: dict[int, list[Tool]] = {}
+    for spec in backends:
+        points: list[ScalePoint] = []
+        skipped: list[str] = []
+        for size in ordered:
+            if skipped:
+                skipped.append(f"{size:,} tools: skipped after a smaller size was over budget")
+                continue
+            if points:
+                last = points[-1]
+                factor = size / last.size
+                projected = (last.index_seconds + last.p50_ms / 1000 * len(sample)) * factor
+                if projected > budget_seconds:
+                    skipped.append(
+                        f"{size:,} tools: projected {projected:.0f} s > budget {budget_seconds:g} s"
+                    )
+                    continue
+            if size not in catalogues:
+                catalogues[size] = scale_catalog(base_tools, size, seed=0)
+            run = run_backend(
+                catalogues[size],
+                sample,
+                spec,
+                dataset_name=f"{base_name} at {size:,} tools",
+                depth=depth,
+                progress=progress,
+            )
+            latencies = [o.latency_ms for o in run.outcomes]
+            points.append(
+                ScalePoint(
+                    size=size,
+                    index_seconds=run.index_seconds,
+                    p50_ms=round(percentile(latencies, 50), 3),
+                    p95_ms=round(percentile(latencies, 95), 3),
+                    n_queries=len(sample),
+                )
+            )
+        result.points[spec.name] = points
+        if skipped:
+            result.skipped[spec.name] = skipped
+    return result

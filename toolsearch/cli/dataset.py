@@ -1,0 +1,107 @@
+"""``toolsearch dataset``: check a dataset folder and move datasets to and from BEIR."""
+
+from __future__ import annotations
+
+import argparse
+from collections import Counter
+from typing import Any
+
+__all__ = ["dataset_summary", "register"]
+
+
+def register(subparsers: Any) -> None:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "dataset",
+        help="validate a dataset folder; import from or export to BEIR",
+        description="Datasets are folders of tools.jsonl, queries.jsonl and qrels.tsv. "
+        "'validate' loads one and checks every reference; 'import-beir' and 'export-beir' "
+        "convert between that layout and BEIR's (corpus.jsonl, queries.jsonl, qrels/<split>.tsv).",
+    )
+    commands = parser.add_subparsers(dest="dataset_command", metavar="ACTION", required=True)
+
+    validate = commands.add_parser("validate", help="load a dataset and summarise it")
+    validate.add_argument("dir", metavar="DIR", help="dataset folder")
+    validate.add_argument("--json", action="store_true", help="print one JSON object")
+    validate.set_defaults(func=run_validate)
+
+    imp = commands.add_parser("import-beir", help="convert a BEIR folder into a dataset folder")
+    imp.add_argument("src", metavar="SRC", help="BEIR folder")
+    imp.add_argument("dst", metavar="DST", help="dataset folder to write")
+    imp.add_argument("--split", default="test", help="qrels split to import (default: test)")
+    imp.add_argument("--force", action="store_true", help="overwrite existing files in DST")
+    imp.set_defaults(func=run_import)
+
+    exp = commands.add_parser("export-beir", help="write a dataset folder in BEIR's layout")
+    exp.add_argument("src", metavar="SRC", help="dataset folder")
+    exp.add_argument("dst", metavar="DST", help="BEIR folder to write")
+    exp.add_argument("--split", default="test", help="qrels split to write (default: test)")
+    exp.add_argument("--force", action="store_true", help="overwrite existing files in DST")
+    exp.set_defaults(func=run_export)
+
+
+def dataset_summary(dataset: Any) -> dict[str, Any]:
+    """Counts that show whether a dataset is what it should be."""
+    judged = Counter(len(gold) for gold in dataset.qrels.values())
+    relevant = {tool for gold in dataset.qrels.values() for tool in gold}
+    styles = Counter(q.style for q in dataset.queries if q.style)
+    return {
+        "name": dataset.name,
+        "path": str(dataset.path) if dataset.path is not None else None,
+        "sha256": dataset.sha256(),
+        "tools": len(dataset.tools),
+        "servers": len({t.server for t in dataset.tools if t.server}),
+        "queries": len(dataset.queries),
+        "positive_queries": len(dataset.positives),
+        "negative_queries": len(dataset.negatives),
+        "multi_tool_queries": sum(n for size, n in judged.items() if size > 1),
+        "judgements": sum(len(gold) for gold in dataset.qrels.values()),
+        "tools_never_relevant": len(dataset.tools) - len(relevant),
+        "styles": dict(styles),
+    }
+
+
+def run_validate(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from toolsearch.cli._output import console, print_json
+    from toolsearch.dataset import load_dataset
+
+    summary = dataset_summary(load_dataset(args.dir))
+    if args.json:
+        print_json(summary)
+        return 0
+    table = Table(title=f"dataset {summary['name']}: valid", show_header=False)
+    table.add_column("what")
+    table.add_column("value", justify="right")
+    for key, value in summary.items():
+        if key in ("name", "styles"):
+            continue
+        table.add_row(key.replace("_", " "), f"{value:,}" if isinstance(value, int) else str(value))
+    for style, count in summary["styles"].items():
+        table.add_row(f"style {style}", f"{count:,}")
+    console().print(table)
+    return 0
+
+
+def run_import(args: argparse.Namespace) -> int:
+    from toolsearch.bench.beir import import_beir
+    from toolsearch.cli._output import console
+
+    done = import_beir(args.src, args.dst, split=args.split, force=args.force)
+    console().print(f"imported {done.summary()} → {args.dst}", markup=False)
+    return 0
+
+
+def run_export(args: argparse.Namespace) -> int:
+    from toolsearch.bench.beir import export_beir
+    from toolsearch.cli._output import console
+    from toolsearch.dataset import load_dataset
+
+    dataset = load_dataset(args.src)
+    folder = export_beir(dataset, args.dst, split=args.split, force=args.force)
+    console().print(
+        f"exported {dataset.name}: {len(dataset.tools)} documents, {len(dataset.queries)} "
+        f"queries, qrels/{args.split}.tsv → {folder}",
+        markup=False,
+    )
+    return 0
