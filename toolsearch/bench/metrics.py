@@ -30,7 +30,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from toolsearch.bench._ranx import NO_RESULT, import_ranx, quiet
+from toolsearch.bench._ranx import import_ranx, quiet, to_ranx
 from toolsearch.bench.errors import BenchError
 from toolsearch.engine import Match
 
@@ -190,16 +190,10 @@ def per_query_scores(
     if not qrels or not wanted:
         return {m.name: {} for m in wanted}
     run = {qid: rank_scores(ranked[qid], depth) for qid in qrels}
-    if not any(run.values()):
-        # ranx cannot build a run where nothing was retrieved; an unjudged stand-in keeps
-        # every value at 0 and changes nothing else.
-        run[next(iter(run))] = {NO_RESULT: 1.0}
     ranx = import_ranx()
+    ranx_qrels, runs = to_ranx(qrels, {"run": run})
+    ranx_run = runs["run"]
     ranx_names = sorted({m.ranx_name for m in wanted if m.ranx_name})
-    ranx_qrels = ranx.Qrels(
-        {qid: {t: int(g) for t, g in gold.items()} for qid, gold in qrels.items()}
-    )
-    ranx_run = ranx.Run(run)
     with quiet():
         ranx.evaluate(ranx_qrels, ranx_run, ranx_names, save_results_in_run=True)
     raw: Mapping[str, Mapping[str, float]] = ranx_run.scores

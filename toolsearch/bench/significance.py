@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
-from toolsearch.bench._ranx import NO_RESULT, import_ranx, quiet
+from toolsearch.bench._ranx import import_ranx, quiet, to_ranx
 from toolsearch.bench.errors import BenchError
 from toolsearch.bench.metrics import RUN_DEPTH, Metric, rank_scores
 
@@ -132,15 +132,11 @@ def compare_backends(
         if missing:
             raise BenchError(f"backend {name!r} has no result for query {missing[0]!r}")
     ranx = import_ranx()
-    ranx_qrels = ranx.Qrels(
-        {qid: {t: int(g) for t, g in gold.items()} for qid, gold in qrels.items()}
+    ranx_qrels, ranx_runs = to_ranx(
+        qrels,
+        {name: {qid: rank_scores(ranked[name][qid], depth) for qid in qrels} for name in names},
     )
-    runs = []
-    for name in names:
-        run = {qid: rank_scores(ranked[name][qid], depth) for qid in qrels}
-        if not any(run.values()):
-            run[next(iter(run))] = {NO_RESULT: 1.0}  # see NO_RESULT
-        runs.append(ranx.Run(run, name=name))
+    runs = [ranx_runs[name] for name in names]
     metric_of = {m.ranx_name: m.name for m in testable}
     with quiet():
         report = ranx.compare(

@@ -245,7 +245,8 @@ def _print_tables(out: Any, result: Any) -> None:
                 flipped = text_table.transposed()
                 if flipped.width() < text_table.width():
                     text_table = flipped
-            table = Table(title=text_table.title, title_justify="left")
+            out.print(text_table.title, style="bold", markup=False)
+            table = Table()
             for i, header in enumerate(text_table.headers):
                 table.add_column(
                     header,
