@@ -18,6 +18,7 @@ from toolsearch.bench.metrics import (
     Metric,
     default_metrics,
     mean,
+    parse_metrics,
     per_query_scores,
 )
 from toolsearch.bench.report import TextTable, recall_curve, write_report
@@ -189,7 +190,7 @@ def test_a_failing_backend_names_the_query(fixture_dir: Path) -> None:
                 raise RuntimeError("boom")
             return super().search(query, k)
 
-    with pytest.raises(BackendError, match="failed on query 'k2' of fixture: boom"):
+    with pytest.raises(BackendError, match="failed on query 'k2' of fixture: RuntimeError: boom"):
         _bench(fixture_dir, BackendSpec("broken", Broken))
 
 
@@ -292,11 +293,15 @@ def test_significance_between_two_backends(fixture_dir: Path) -> None:
     assert sig is not None
     assert sig.n_queries == 4 and sig.test == "student"
     assert "paired Student's t-test" in sig.describe() and "n = 4 queries" in sig.describe()
-    pair = next(p for p in sig.pairs if p.metric == "recall@1")
+    assert sig.metrics == ("recall@5", "mrr@10", "ndcg@10")  # the default selection
+    pair = next(p for p in sig.pairs if p.metric == "mrr@10")
     assert (pair.a, pair.b) == ("scripted", "reversed")
-    assert pair.mean_a == pytest.approx(2.5 / 4)
-    assert 0 <= pair.p_value <= 1
-    assert "complete@1" not in sig.metrics  # not a ranx metric
+    assert pair.mean_a == pytest.approx(0.875) and pair.mean_b == pytest.approx(1.0)
+    assert pair.delta == pytest.approx(0.125)
+    assert 0 < pair.p_value < 1
+    # recall@5 is 1.0 for both: identical per-query values, p = 1
+    same = next(p for p in sig.pairs if p.metric == "recall@5")
+    assert same.p_value == 1.0 and not same.significant
 
 
 def test_identical_backends_are_not_significant(fixture_dir: Path) -> None:
@@ -304,15 +309,18 @@ def test_identical_backends_are_not_significant(fixture_dir: Path) -> None:
     sig = entry.datasets["fixture"].significance
     assert sig is not None
     assert all(p.p_value == 1.0 and not p.significant for p in sig.pairs)
-    fisher = compare_backends(
-        entry.datasets["fixture"].qrels,
-        {n: r.ranked() for n, r in entry.datasets["fixture"].backends.items()},
-        METRICS,
-        test="fisher",
-    )
+    qrels = entry.datasets["fixture"].qrels
+    ranked = {n: r.ranked() for n, r in entry.datasets["fixture"].backends.items()}
+    tested = parse_metrics("recall@1,hit@3")
+    fisher = compare_backends(qrels, ranked, tested, test="fisher")
     assert fisher.test_name.startswith("two-sided Fisher's randomization test")
+    assert fisher.n_queries == 4 and fisher.metrics == ("recall@1", "hit@3")
     with pytest.raises(BenchError, match="unknown significance test 'z'"):
-        compare_backends({}, {}, METRICS, test="z")
+        compare_backends(qrels, ranked, tested, test="z")
+    with pytest.raises(BenchError, match="cannot test complete@5 for significance"):
+        compare_backends(qrels, ranked, parse_metrics("recall@5,complete@5"))
+    with pytest.raises(BenchError, match="at least two backends"):
+        compare_backends(qrels, {"a": ranked["a"]}, tested)
 
 
 def test_report_writes_markdown_and_plots(fixture_dir: Path, tmp_path: Path) -> None:

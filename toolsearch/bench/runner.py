@@ -48,7 +48,12 @@ from toolsearch.bench.metrics import (
     per_query_scores,
 )
 from toolsearch.bench.progress import NoProgress, Progress
-from toolsearch.bench.significance import Significance, compare_backends, significance_metrics
+from toolsearch.bench.significance import (
+    Significance,
+    compare_backends,
+    default_significance_metrics,
+    significance_metrics,
+)
 from toolsearch.dataset import Dataset, Query, load_dataset
 from toolsearch.engine import Match, ToolSearch
 from toolsearch.errors import BackendError, ToolSearchError
@@ -344,7 +349,9 @@ def run_backend(
     except ToolSearchError:
         raise
     except Exception as exc:
-        raise BackendError(f"backend {spec.name!r} failed to index {dataset_name}: {exc}") from exc
+        raise BackendError(
+            f"backend {spec.name!r} failed to index {dataset_name}: {_describe(exc)}"
+        ) from exc
     index_seconds = time.perf_counter() - started
     outcomes: list[QueryOutcome] = []
     clock = time.perf_counter_ns
@@ -355,7 +362,8 @@ def run_backend(
                 result = engine.search(query.text, depth)
             except Exception as exc:
                 raise BackendError(
-                    f"backend {spec.name!r} failed on query {query.id!r} of {dataset_name}: {exc}"
+                    f"backend {spec.name!r} failed on query {query.id!r} of {dataset_name}: "
+                    f"{_describe(exc)}"
                 ) from exc
             elapsed_ms = (clock() - begin) / 1e6
             outcomes.append(QueryOutcome(query.id, result.matches, elapsed_ms))
@@ -374,6 +382,11 @@ def run_backend(
         peak_mb=peak_mb,
         abstain_below=threshold,
     )
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def evaluate_backend(
@@ -428,12 +441,15 @@ def run_benchmark(
     limit: int | None = None,
     depth: int = RUN_DEPTH,
     significance_test: str | None = "student",
+    significance_on: Sequence[Metric] | None = None,
     max_p: float = 0.05,
     skipped: Mapping[str, str] | None = None,
     progress: Progress | None = None,
 ) -> BenchResult:
     """Run every backend on every dataset and evaluate it; with two or more backends, test
-    each pair for significance (``significance_test=None`` skips the tests)."""
+    each pair for significance on ``significance_on`` (default:
+    :func:`~toolsearch.bench.significance.default_significance_metrics`; ``significance_test=None``
+    skips the tests)."""
     from toolsearch import __version__
 
     if not backends:
@@ -473,7 +489,12 @@ def run_benchmark(
                 result, dataset, queries, metrics, depth=depth
             )
         if significance_test is not None:
-            _add_significance(entry, metrics, significance_test, max_p, depth)
+            tested = (
+                list(significance_on)
+                if significance_on is not None
+                else default_significance_metrics(metrics)
+            )
+            _add_significance(entry, tested, significance_test, max_p, depth)
         bench.datasets[dataset.name] = entry
     return bench
 

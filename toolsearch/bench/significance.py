@@ -24,7 +24,14 @@ from toolsearch.bench._ranx import import_ranx, quiet, to_ranx
 from toolsearch.bench.errors import BenchError
 from toolsearch.bench.metrics import RUN_DEPTH, Metric, rank_scores
 
-__all__ = ["STAT_TESTS", "PairTest", "Significance", "compare_backends", "significance_metrics"]
+__all__ = [
+    "STAT_TESTS",
+    "PairTest",
+    "Significance",
+    "compare_backends",
+    "default_significance_metrics",
+    "significance_metrics",
+]
 
 #: ranx test ids and the names printed with their results.
 STAT_TESTS: Mapping[str, str] = {
@@ -97,6 +104,19 @@ def significance_metrics(metrics: Sequence[Metric]) -> list[Metric]:
     return [m for m in metrics if m.ranked and m.family != "complete"]
 
 
+def default_significance_metrics(metrics: Sequence[Metric]) -> list[Metric]:
+    """The few metrics tested by default: recall@5 (else the deepest recall@k measured),
+    ndcg@10 and mrr@10 when measured — every pair on every metric would bury the signal."""
+    testable = significance_metrics(metrics)
+    recalls = [m for m in testable if m.family == "recall"]
+    chosen: list[Metric] = []
+    five = [m for m in recalls if m.k == 5]
+    if five or recalls:
+        chosen.append(five[0] if five else max(recalls, key=lambda m: m.k or 0))
+    chosen += [m for m in testable if m.name in ("ndcg@10", "mrr@10")]
+    return chosen or testable
+
+
 def compare_backends(
     qrels: Mapping[str, Mapping[str, int]],
     ranked: Mapping[str, Mapping[str, Sequence[str]]],
@@ -116,11 +136,12 @@ def compare_backends(
     if not 0 < max_p < 1:
         raise BenchError(f"the p-value threshold must be between 0 and 1, got {max_p}")
     testable = significance_metrics(metrics)
-    untestable = [m.name for m in metrics if m.ranked and m not in testable]
-    if not testable:
+    untestable = [m.name for m in metrics if m not in testable]
+    if untestable or not testable:
         raise BenchError(
-            f"no metric ranx can test among {[m.name for m in metrics]}"
-            + (f" ({', '.join(untestable)} has no ranx implementation)" if untestable else "")
+            f"cannot test {', '.join(untestable) or 'an empty metric list'} for significance: "
+            "the paired tests cover ranx's recall@k, hit@k, mrr@k and ndcg@k "
+            "(complete@k and false_positive_rate have no ranx implementation)"
         )
     names = list(ranked)
     if len(names) < 2:

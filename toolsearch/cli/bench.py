@@ -101,6 +101,11 @@ def register(subparsers: Any) -> None:
         default="student",
         help="paired significance test between backends (default: student)",
     )
+    add(
+        "--sig-metrics",
+        metavar="LIST",
+        help="metrics to test for significance (default: recall@5, ndcg@10, mrr@10)",
+    )
     add("--max-p", type=float, default=0.05, help="significance threshold (default 0.05)")
     add("--quiet", action="store_true", help="no progress bars")
     parser.set_defaults(func=run)
@@ -179,6 +184,7 @@ def run(args: argparse.Namespace) -> int:
         metrics,
         limit=args.limit,
         significance_test=args.stat_test,
+        significance_on=parse_metrics(args.sig_metrics) if args.sig_metrics else None,
         max_p=args.max_p,
         skipped=skipped,
         progress=RichProgress(err) if show else NoProgress(),
