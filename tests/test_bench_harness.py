@@ -132,7 +132,7 @@ def _bench(fixture_dir: Path, *specs: BackendSpec, **kwargs: Any) -> Any:
 
 
 def test_metrics_through_the_full_toolsearch_path(fixture_dir: Path) -> None:
-    result = _bench(fixture_dir, BackendSpec("scripted", Scripted))
+    result = _bench(fixture_dir, BackendSpec("scripted", Scripted, options={"note": "given"}))
     entry = result.datasets["fixture"]
     run = entry.backends["scripted"]
     assert entry.n_queries == 6 and entry.n_tools == 6
@@ -155,7 +155,7 @@ def test_metrics_through_the_full_toolsearch_path(fixture_dir: Path) -> None:
     assert run.by_style["negative"] == {FALSE_POSITIVE_RATE: 1.0}
     assert set(run.latency_ms) == {"p50", "p95", "p99"}
     assert run.tokens["with_search"] < run.tokens["all_tools"] or run.tokens["all_tools"] < 500
-    assert run.params["script"] == "fixture"
+    assert run.params["script"] == "fixture" and run.params["note"] == "given"
 
 
 def test_abstention_threshold_lowers_false_positives(fixture_dir: Path) -> None:
@@ -412,6 +412,12 @@ def test_cli_bench_errors(
     assert "unknown metric 'recal@5'" in capsys.readouterr().err
     assert main([*base, "--backend", "bm52"]) == 2
     assert "unknown backend 'bm52'" in capsys.readouterr().err
+    assert main([*base, "--backend", "keyword", "--option", "keyword"]) == 2
+    assert "expected BACKEND.KEY=VALUE" in capsys.readouterr().err
+    assert main([*base, "--backend", "keyword", "--option", "bm25.k1=1.2"]) == 2
+    assert "--option names backend(s) bm25 that are not being run" in capsys.readouterr().err
+    assert main([*base, "--backend", "keyword", "--option", "keyword.nope=1"]) == 2
+    assert "rejected options ['nope']" in capsys.readouterr().err
     assert main([*base, "--max-drop", "0.1"]) == 2
     assert "--max-drop needs --baseline" in capsys.readouterr().err
     assert main(["bench", "--dataset", str(tmp_path / "missing"), "--backend", "keyword"]) == 2

@@ -95,12 +95,14 @@ class BackendSpec:
     """A backend to benchmark: its name and how to build a fresh instance.
 
     ``draws_progress`` says the instance shows its own progress (e.g. while encoding), so the
-    harness does not draw a competing one around its index step.
+    harness does not draw a competing one around its index step. ``options`` are the
+    constructor options it was given; they are reported with the backend's own ``params()``.
     """
 
     name: str
     factory: Callable[[], SearchBackend]
     draws_progress: bool = False
+    options: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
     def registered(
@@ -117,11 +119,12 @@ class BackendSpec:
         opts = dict(options or {})
         if info.missing:
             load_backend(name, **opts)  # raises MissingExtraError with the install line
+        given = dict(opts)
         draws = False
         if "progress" not in opts and _accepts(info.target, "progress"):
             opts["progress"] = progress
             draws = progress
-        return cls(name, lambda: load_backend(name, **opts), draws_progress=draws)
+        return cls(name, lambda: load_backend(name, **opts), draws_progress=draws, options=given)
 
 
 def _accepts(target: str, parameter: str) -> bool:
@@ -370,7 +373,7 @@ def run_backend(
             advance(1)
     peak_mb = memory.peak_mb()
     params_of = getattr(backend, "params", None)
-    params = dict(params_of()) if callable(params_of) else {}
+    params = {**spec.options, **(dict(params_of()) if callable(params_of) else {})}
     threshold = abstention_threshold(backend)
     del engine, backend
     gc.collect()

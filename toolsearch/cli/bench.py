@@ -10,6 +10,7 @@ Markdown report with plots) and gate on a saved baseline (exit status 1 on a reg
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 import time
@@ -107,12 +108,38 @@ def register(subparsers: Any) -> None:
         help="metrics to test for significance (default: recall@5, ndcg@10, mrr@10)",
     )
     add("--max-p", type=float, default=0.05, help="significance threshold (default 0.05)")
+    add(
+        "--option",
+        action="append",
+        default=[],
+        metavar="BACKEND.KEY=VALUE",
+        help="a backend constructor option (VALUE read as JSON, else as text), e.g. "
+        "embedding.threads=1; repeatable; overrides the config file",
+    )
     add("--quiet", action="store_true", help="no progress bars")
     parser.set_defaults(func=run)
 
 
 def _split(values: list[str] | None) -> list[str]:
     return [part.strip() for value in values or [] for part in value.split(",") if part.strip()]
+
+
+def _parse_options(items: list[str]) -> dict[str, dict[str, Any]]:
+    """``["embedding.threads=1"]`` → ``{"embedding": {"threads": 1}}``."""
+    import json
+
+    options: dict[str, dict[str, Any]] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        backend, dot, name = key.strip().partition(".")
+        if not sep or not dot or not backend or not name:
+            raise BenchError(f"--option {item!r}: expected BACKEND.KEY=VALUE, e.g. bm25.k1=1.2")
+        try:
+            value: Any = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        options.setdefault(backend, {})[name.strip()] = value
+    return options
 
 
 def run(args: argparse.Namespace) -> int:
@@ -165,6 +192,10 @@ def run(args: argparse.Namespace) -> int:
 
     err = Console(stderr=True)
     show = not args.quiet and err.is_terminal
+    if not show:
+        # Model libraries draw their own tqdm bars (e.g. "Loading weights"); quiet means quiet.
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        os.environ.setdefault("TQDM_DISABLE", "1")
     settings = load_settings()
     chosen = _split(args.backend)
     skipped: dict[str, str] = {}
@@ -174,8 +205,18 @@ def run(args: argparse.Namespace) -> int:
         names, skipped = installed_backends()
         if not names:
             raise BenchError("no backend is installed; see `toolsearch backends`")
+    overrides = _parse_options(args.option)
+    unknown = sorted(set(overrides) - set(names))
+    if unknown:
+        raise BenchError(
+            f"--option names backend(s) {', '.join(unknown)} that are not being run "
+            f"({', '.join(names)})"
+        )
     specs = [
-        BackendSpec.registered(name, settings.options_for(name), progress=show) for name in names
+        BackendSpec.registered(
+            name, {**settings.options_for(name), **overrides.get(name, {})}, progress=show
+        )
+        for name in names
     ]
 
     result = run_benchmark(
