@@ -8,6 +8,8 @@ Markdown report, so both always show the same numbers. ``--report DIR`` writes:
 ``recall_<dataset>.png``   recall@k for k = 1..20, one curve per backend
 ``latency_scale.png``      p50 query latency (and index time) against catalogue size, when a
                            scaling measurement was made (:mod:`toolsearch.bench.scaling`)
+``scaling.json``           the numbers behind that plot, and the sizes skipped with why
+``significance.json``      every paired test: backends, metric, means, p-value, test, n
 
 Plots use matplotlib's object API (no pyplot, no global backend switch).
 """

@@ -47,7 +47,12 @@ def register(subparsers: Any) -> None:
         metavar="NAME",
         help="backend(s) to run, also comma-separated (default: every installed backend)",
     )
-    add("--k", default="1,3,5,10", metavar="LIST", help="cutoffs for recall/hit/complete@k")
+    add(
+        "--k",
+        default="1,3,5,10",
+        metavar="LIST",
+        help="cutoffs for recall/hit/complete@k (default 1,3,5,10)",
+    )
     add(
         "--metrics",
         metavar="LIST",
