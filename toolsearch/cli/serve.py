@@ -1,0 +1,95 @@
+"""``toolsearch serve``: run the MCP gateway over the servers of an MCP config file."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from toolsearch.errors import ConfigError
+
+__all__ = ["register", "run"]
+
+
+def register(subparsers: Any) -> None:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "serve",
+        help="serve tool search over many MCP servers as one MCP server",
+        description='Connect to every server of an MCP config ({"mcpServers": ...}, as in '
+        "Claude Desktop, Claude Code or Cursor) and serve two tools over MCP: search_tools "
+        "(ToolSearch query syntax, returns tools with their schemas) and call_tool (runs a "
+        "tool on its server). Point any MCP host at this command instead of the servers.",
+    )
+    parser.add_argument("--config", required=True, help="MCP config file (JSON)")
+    parser.add_argument("--backend", help="ranking backend (default: configured or measured best)")
+    parser.add_argument(
+        "--deny",
+        action="append",
+        default=[],
+        metavar="RULE",
+        help="deny a tool (exact name) or a server (mcp__server or mcp__server__*); repeatable",
+    )
+    parser.add_argument(
+        "--transport",
+        choices=["stdio", "http"],
+        default="stdio",
+        help="stdio (default; what MCP hosts launch) or streamable HTTP",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1)")
+    parser.add_argument(
+        "--port", type=int, default=8000, help="HTTP port; 0 picks a free one (default 8000)"
+    )
+    parser.add_argument(
+        "--startup-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="how long a server may take to connect before it counts as failed (default 30)",
+    )
+    parser.add_argument(
+        "--call-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="how long a tool call may take (default 120)",
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import anyio
+
+    from toolsearch.mcp.config import load_mcp_config
+    from toolsearch.mcp.gateway import serve
+    from toolsearch.permissions import parse_rules
+
+    config = load_mcp_config(args.config)
+    rules = parse_rules(args.deny)
+    if not 0 <= args.port <= 65535:
+        raise ConfigError(f"--port must be between 0 and 65535, got {args.port}")
+    options: dict[str, Any] = {"deny": rules, "backend": args.backend}
+    for flag in ("startup_timeout", "call_timeout"):
+        value = getattr(args, flag)
+        if value is not None:
+            if value <= 0:
+                raise ConfigError(f"--{flag.replace('_', '-')} must be positive, got {value:g}")
+            options[flag] = value
+
+    def ready(where: str) -> None:
+        servers = ", ".join(config.names) or "no servers"
+        print(f"toolsearch gateway on {where} for {servers}", file=sys.stderr, flush=True)
+
+    try:
+        anyio.run(
+            lambda: serve(
+                config,
+                transport=args.transport,
+                host=args.host,
+                port=args.port,
+                on_ready=ready,
+                **options,
+            )
+        )
+    except KeyboardInterrupt:
+        return 130
+    return 0

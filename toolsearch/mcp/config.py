@@ -1,0 +1,372 @@
+"""MCP server configs in the format users already have.
+
+Claude Desktop, Claude Code (``.mcp.json``), Cursor and most other MCP hosts describe their
+servers the same way, so toolsearch reads that file unchanged::
+
+    {
+      "mcpServers": {
+        "github": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"],
+                   "env": {"GITHUB_TOKEN": "${GITHUB_TOKEN}"}},
+        "linear": {"url": "https://mcp.linear.app/mcp",
+                   "headers": {"Authorization": "Bearer ${LINEAR_TOKEN}"}}
+      }
+    }
+
+An entry with ``command`` is a stdio server (``args``, ``env``, ``cwd`` optional); an entry with
+``url`` is a streamable HTTP server (``headers`` optional). ``type`` may say so explicitly
+(``stdio``, ``http``, ``streamable-http``, ``streamableHttp``). ``${VAR}`` and
+``${VAR:-default}`` are expanded in ``command``, ``args``, ``env``, ``cwd``, ``url`` and
+``headers``, as Claude Code does. ``disabled: true`` skips a server. Keys other hosts add
+(``autoApprove``, ``description``...) are ignored so one file can serve several hosts.
+
+toolsearch adds three optional keys per server: ``alwaysLoad`` (every tool of the server is
+sent up front instead of deferred), ``startupTimeout`` and ``callTimeout`` (seconds).
+
+Every problem is a :class:`McpConfigError` naming the file, the server and the field.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from toolsearch.errors import ConfigError
+from toolsearch.tool import normalize_name_part
+
+__all__ = [
+    "McpConfig",
+    "McpConfigError",
+    "ServerConfig",
+    "Transport",
+    "expand_env",
+    "load_mcp_config",
+    "parse_mcp_config",
+]
+
+Transport = Literal["stdio", "http"]
+
+_TYPE_ALIASES: dict[str, Transport] = {
+    "stdio": "stdio",
+    "http": "http",
+    "streamable-http": "http",
+    "streamable_http": "http",
+    "streamablehttp": "http",
+}
+_ENV_REFERENCE = re.compile(r"\$\{([^}:]*)(?::-([^}]*))?\}")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class McpConfigError(ConfigError):
+    """An MCP config file is unreadable or one of its server entries is invalid.
+
+    ``path``, ``server`` and ``field`` locate the problem; the message names all of them.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | Path | None = None,
+        server: str | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.path = str(path) if path is not None else None
+        self.server = server
+        self.field = field
+        where = []
+        if self.path is not None:
+            where.append(self.path)
+        if server is not None:
+            where.append(f"server {server!r}")
+        if field is not None:
+            where.append(f"field '{field}'")
+        super().__init__(f"{', '.join(where)}: {message}" if where else message)
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    """One configured MCP server, validated and with ``${VAR}`` references expanded.
+
+    ``transport`` is ``"stdio"`` (``command``, ``args``, ``env``, ``cwd``) or ``"http"``
+    (``url``, ``headers``). ``always_load`` is the server-level setting that sends all of the
+    server's tools up front. Timeouts of ``None`` mean the hub's defaults.
+    """
+
+    name: str
+    transport: Transport
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    always_load: bool = False
+    startup_timeout: float | None = None
+    call_timeout: float | None = None
+
+    @property
+    def tool_prefix(self) -> str:
+        """The prefix every tool of this server gets: ``mcp__<server>__``."""
+        return f"mcp__{normalize_name_part(self.name)}__"
+
+    def describe(self) -> str:
+        """A one-line description for logs and error messages (no header or env values)."""
+        if self.transport == "stdio":
+            return " ".join([self.command or "", *self.args]).strip()
+        return self.url or ""
+
+
+@dataclass(frozen=True, slots=True)
+class McpConfig:
+    """Every enabled server of one config, in file order; ``disabled`` lists skipped names."""
+
+    servers: tuple[ServerConfig, ...]
+    disabled: tuple[str, ...] = ()
+    path: str | None = None
+
+    def __iter__(self) -> Iterator[ServerConfig]:
+        return iter(self.servers)
+
+    def __len__(self) -> int:
+        return len(self.servers)
+
+    @property
+    def names(self) -> list[str]:
+        """The enabled servers' names."""
+        return [server.name for server in self.servers]
+
+    def get(self, name: str) -> ServerConfig | None:
+        """The server called ``name``, if configured and enabled."""
+        return next((s for s in self.servers if s.name == name), None)
+
+
+def expand_env(text: str, environ: Mapping[str, str] | None = None) -> str:
+    """Expand ``${VAR}`` and ``${VAR:-default}`` in ``text``.
+
+    An unset variable without a default is a :class:`ConfigError` naming it, so a missing
+    token fails at load time rather than as an opaque 401 from the server later.
+    """
+    env = os.environ if environ is None else environ
+
+    def replace(match: re.Match[str]) -> str:
+        name, default = match.group(1), match.group(2)
+        if not _ENV_NAME.fullmatch(name):
+            raise ConfigError(f"invalid environment variable reference {match.group(0)!r}")
+        value = env.get(name)
+        if value is None or (value == "" and default is not None):
+            if default is None:
+                raise ConfigError(f"environment variable {name} is not set")
+            return default
+        return value
+
+    return _ENV_REFERENCE.sub(replace, text)
+
+
+def load_mcp_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -> McpConfig:
+    """Read and validate an MCP config file (``{"mcpServers": {...}}``)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise McpConfigError("file not found", path=path) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise McpConfigError(f"cannot read file: {exc}", path=path) from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise McpConfigError(
+            f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", path=path
+        ) from exc
+    return parse_mcp_config(data, path=str(path), environ=environ)
+
+
+def parse_mcp_config(
+    data: Any, *, path: str | None = None, environ: Mapping[str, str] | None = None
+) -> McpConfig:
+    """Validate already-decoded config data; ``path`` only labels error messages.
+
+    The servers live under ``mcpServers`` (Claude Desktop, Claude Code, Cursor); a file that
+    has only ``servers`` (VS Code) is read the same way.
+    """
+    if not isinstance(data, Mapping):
+        raise McpConfigError(
+            f"an MCP config must be a JSON object, got {type(data).__name__}", path=path
+        )
+    key = "mcpServers" if "mcpServers" in data or "servers" not in data else "servers"
+    if key not in data:
+        raise McpConfigError("missing the 'mcpServers' object", path=path, field="mcpServers")
+    entries = data[key]
+    if not isinstance(entries, Mapping):
+        raise McpConfigError(
+            f"must be an object mapping server names to settings, got {type(entries).__name__}",
+            path=path,
+            field=key,
+        )
+    servers: list[ServerConfig] = []
+    disabled: list[str] = []
+    prefixes: dict[str, str] = {}
+    for name, entry in entries.items():
+        where = _Where(path, name)
+        if not isinstance(name, str) or not name.strip():
+            raise McpConfigError(
+                f"server names must be non-empty strings, got {name!r}", path=path, field=key
+            )
+        if not isinstance(entry, Mapping):
+            raise where.error(f"settings must be a JSON object, got {type(entry).__name__}")
+        if _flag(entry, "disabled", where):
+            disabled.append(name)
+            continue
+        server = _server(name, entry, where, environ)
+        clash = prefixes.get(server.tool_prefix)
+        if clash is not None:
+            raise where.error(
+                f"its tools would be named {server.tool_prefix}*, like those of server "
+                f"{clash!r}; rename one of them"
+            )
+        prefixes[server.tool_prefix] = name
+        servers.append(server)
+    return McpConfig(tuple(servers), tuple(disabled), path)
+
+
+class _Where:
+    def __init__(self, path: str | None, server: str) -> None:
+        self.path, self.server = path, server
+
+    def error(self, message: str, field: str | None = None) -> McpConfigError:
+        return McpConfigError(message, path=self.path, server=self.server, field=field)
+
+
+def _flag(entry: Mapping[str, Any], key: str, where: _Where, *aliases: str) -> bool:
+    for name in (key, *aliases):
+        if name in entry:
+            value = entry[name]
+            if not isinstance(value, bool):
+                raise where.error(f"must be true or false, got {value!r}", name)
+            return value
+    return False
+
+
+def _string(
+    entry: Mapping[str, Any], key: str, where: _Where, environ: Mapping[str, str] | None
+) -> str | None:
+    if key not in entry or entry[key] is None:
+        return None
+    value = entry[key]
+    if not isinstance(value, str) or not value.strip():
+        raise where.error(f"must be a non-empty string, got {value!r}", key)
+    return _expand(value, where, key, environ)
+
+
+def _expand(value: str, where: _Where, field: str, environ: Mapping[str, str] | None) -> str:
+    try:
+        return expand_env(value, environ)
+    except ConfigError as exc:
+        raise where.error(str(exc), field) from None
+
+
+def _string_map(
+    entry: Mapping[str, Any], key: str, where: _Where, environ: Mapping[str, str] | None
+) -> dict[str, str]:
+    value = entry.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise where.error(f"must be an object of strings, got {type(value).__name__}", key)
+    result: dict[str, str] = {}
+    for name, item in value.items():
+        if not isinstance(name, str) or not name:
+            raise where.error(f"keys must be non-empty strings, got {name!r}", key)
+        if isinstance(item, bool) or not isinstance(item, str | int | float):
+            raise where.error(f"must be a string, got {type(item).__name__}", f"{key}.{name}")
+        result[name] = _expand(str(item), where, f"{key}.{name}", environ)
+    return result
+
+
+def _timeout(entry: Mapping[str, Any], key: str, where: _Where) -> float | None:
+    value = entry.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise where.error(f"must be a number of seconds, got {value!r}", key)
+    if not math.isfinite(value) or value <= 0:
+        raise where.error(f"must be a positive number of seconds, got {value!r}", key)
+    return float(value)
+
+
+def _server(
+    name: str, entry: Mapping[str, Any], where: _Where, environ: Mapping[str, str] | None
+) -> ServerConfig:
+    declared = entry.get("type", entry.get("transport"))
+    transport: Transport | None = None
+    if declared is not None:
+        field_name = "type" if "type" in entry else "transport"
+        if not isinstance(declared, str):
+            raise where.error(f"must be a string, got {declared!r}", field_name)
+        if declared.lower() == "sse":
+            raise where.error(
+                "the legacy SSE transport is not supported; use the server's streamable HTTP "
+                "endpoint (type 'http')",
+                field_name,
+            )
+        transport = _TYPE_ALIASES.get(declared.lower())
+        if transport is None:
+            raise where.error(
+                f"unknown transport {declared!r}; expected 'stdio' or 'http'", field_name
+            )
+    has_command, has_url = entry.get("command") is not None, entry.get("url") is not None
+    if transport is None:
+        if has_command and has_url:
+            raise where.error("has both 'command' and 'url'; set 'type' to choose one")
+        if not has_command and not has_url:
+            raise where.error(
+                "needs 'command' (a stdio server) or 'url' (a streamable HTTP server)"
+            )
+        transport = "stdio" if has_command else "http"
+    always_load = _flag(entry, "alwaysLoad", where, "always_load")
+    startup = _timeout(entry, "startupTimeout", where)
+    call = _timeout(entry, "callTimeout", where)
+    if transport == "stdio":
+        command = _string(entry, "command", where, environ)
+        if command is None:
+            raise where.error("a stdio server needs a command", "command")
+        args = entry.get("args", [])
+        if args is None:
+            args = []
+        if not isinstance(args, list):
+            raise where.error(f"must be a list of strings, got {type(args).__name__}", "args")
+        expanded: list[str] = []
+        for index, arg in enumerate(args):
+            if isinstance(arg, bool) or not isinstance(arg, str | int | float):
+                raise where.error(f"must be a string, got {arg!r}", f"args[{index}]")
+            expanded.append(_expand(str(arg), where, f"args[{index}]", environ))
+        return ServerConfig(
+            name=name,
+            transport="stdio",
+            command=command,
+            args=tuple(expanded),
+            env=_string_map(entry, "env", where, environ),
+            cwd=_string(entry, "cwd", where, environ),
+            always_load=always_load,
+            startup_timeout=startup,
+            call_timeout=call,
+        )
+    url = _string(entry, "url", where, environ)
+    if url is None:
+        raise where.error("a streamable HTTP server needs a url", "url")
+    if not re.match(r"https?://[^/\s]+", url):
+        raise where.error(f"must be an http:// or https:// URL, got {url!r}", "url")
+    return ServerConfig(
+        name=name,
+        transport="http",
+        url=url,
+        headers=_string_map(entry, "headers", where, environ),
+        always_load=always_load,
+        startup_timeout=startup,
+        call_timeout=call,
+    )

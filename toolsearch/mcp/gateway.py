@@ -1,0 +1,314 @@
+"""``toolsearch serve``: one MCP server in front of many, with tool search instead of a wall of
+tool definitions.
+
+An MCP host (Claude Desktop, Cursor, an agent framework) connects to the gateway like to any
+other MCP server and sees two tools, whatever the configured servers offer:
+
+``search_tools``  ``{query, max_results?}`` — the ToolSearch query syntax (``select:a,b``, exact
+                  names, ``mcp__server`` prefixes, keywords with ``+required`` terms); returns
+                  the matching tools with their input schemas
+``call_tool``     ``{name, arguments?}`` — runs a tool by its ``mcp__<server>__<tool>`` name on
+                  its server and returns that server's result unchanged
+
+Servers still connecting are named in no-match results, failed servers with their errors;
+tools removed because their server disconnected are announced in the next search. Permission
+rules apply before search: a denied tool is neither found nor run.
+
+The gateway serves stdio (the default, what hosts launch) or streamable HTTP.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import socket
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Literal
+
+from toolsearch.engine import DEFAULT_MAX_RESULTS, tool_search_tool
+from toolsearch.errors import ConfigError, QueryError
+from toolsearch.mcp.client import ToolCallResult
+from toolsearch.mcp.config import McpConfig
+from toolsearch.mcp.hub import HubSearchResult, McpHub
+
+if TYPE_CHECKING:
+    import mcp_types
+    from mcp.server.lowlevel import Server
+
+__all__ = [
+    "CALL_TOOL_NAME",
+    "SEARCH_TOOL_NAME",
+    "Gateway",
+    "GatewayTransport",
+    "serve",
+]
+
+SEARCH_TOOL_NAME = "search_tools"
+CALL_TOOL_NAME = "call_tool"
+GatewayTransport = Literal["stdio", "http"]
+
+SEARCH_DESCRIPTION = """\
+Search the tools of every MCP server behind this gateway and get their full definitions \
+(name, description, input_schema). Tools are not listed up front: search first, then run one \
+with call_tool.
+
+Query forms:
+- "slack send message" - keyword search, up to max_results best matches
+- "+github issue" - require "github" in the name, description or hint, rank by the rest
+- "select:mcp__github__create_issue,mcp__slack__post" - fetch these exact tools by name
+- "mcp__github" - the tools of one server"""
+
+CALL_DESCRIPTION = """\
+Run a tool found with search_tools. Pass its exact name (mcp__<server>__<tool>) and its \
+arguments as an object matching the tool's input_schema. The tool's own result is returned; \
+errors from the tool or its server come back as error results."""
+
+
+class Gateway:
+    """The MCP server side: ``search_tools`` and ``call_tool`` over an :class:`McpHub`."""
+
+    def __init__(self, hub: McpHub, *, name: str = "toolsearch") -> None:
+        self.hub = hub
+        self.name = name
+        self._seen_changes = 0
+
+    def tool_definitions(self) -> list[dict[str, Any]]:
+        """The gateway's two tools as MCP ``tools/list`` entries."""
+        cap = self.hub.engine.max_results_cap
+        search_schema = dict(tool_search_tool(cap).input_schema)
+        call_schema: dict[str, Any] = {
+            "type": "object",
+            "properties": {
+                "name": {
+                    "type": "string",
+                    "description": "The tool's exact name, as search_tools returned it",
+                },
+                "arguments": {
+                    "type": "object",
+                    "description": "The tool's arguments, matching its input_schema",
+                },
+            },
+            "required": ["name"],
+            "additionalProperties": False,
+        }
+        read_only = {"readOnlyHint": True, "openWorldHint": False}
+        return [
+            {
+                "name": SEARCH_TOOL_NAME,
+                "description": SEARCH_DESCRIPTION,
+                "inputSchema": search_schema,
+                "annotations": read_only,
+            },
+            {"name": CALL_TOOL_NAME, "description": CALL_DESCRIPTION, "inputSchema": call_schema},
+        ]
+
+    # ------------------------------------------------------------------ handlers
+
+    def search(self, arguments: Mapping[str, Any]) -> ToolCallResult:
+        """Answer one ``search_tools`` call (bad arguments are an error result)."""
+        query = arguments.get("query")
+        max_results = arguments.get("max_results", DEFAULT_MAX_RESULTS)
+        if not isinstance(query, str):
+            return ToolCallResult.error(
+                f"search_tools needs a string 'query', got {type(query).__name__}"
+            )
+        try:
+            found = self.hub.search(query, max_results)
+        except QueryError as exc:
+            return ToolCallResult.error(f"search_tools: {exc}")
+        removed = self._removed_since_last_search()
+        return self._search_result(found, removed)
+
+    def _removed_since_last_search(self) -> dict[str, str]:
+        changes = self.hub.changes
+        new, self._seen_changes = changes[self._seen_changes :], len(changes)
+        removed: dict[str, str] = {}
+        for change in new:
+            for name in change.removed:
+                removed[name] = self.hub.unavailable_reason(name)
+            for name in change.added:
+                removed.pop(name, None)
+        return removed
+
+    def _search_result(self, found: HubSearchResult, removed: Mapping[str, str]) -> ToolCallResult:
+        tools = [{**tool.definition(), "server": tool.server} for tool in found.tools]
+        record: dict[str, Any] = {
+            "query": found.result.query,
+            "tools": tools,
+            "total_deferred_tools": found.result.total_deferred_tools,
+            "pending_mcp_servers": list(found.pending_servers),
+            "failed_mcp_servers": dict(found.failed_servers),
+            "removed_tools": dict(removed),
+        }
+        if tools:
+            payload: dict[str, Any] = {"tools": tools}
+            if removed:
+                payload["removed_tools"] = dict(removed)
+            text = json.dumps(payload, ensure_ascii=False, indent=1)
+        else:
+            text = found.text()
+            if removed:
+                text += "\nRemoved since the last search: " + "; ".join(removed.values())
+        return ToolCallResult(({"type": "text", "text": text},), False, record)
+
+    async def call(self, arguments: Mapping[str, Any]) -> ToolCallResult:
+        """Answer one ``call_tool`` call: forward to the named tool's server."""
+        name = arguments.get("name")
+        tool_arguments = arguments.get("arguments")
+        if not isinstance(name, str) or not name.strip():
+            return ToolCallResult.error("call_tool needs the tool's 'name' as a non-empty string")
+        if tool_arguments is not None and not isinstance(tool_arguments, Mapping):
+            return ToolCallResult.error(
+                f"call_tool: 'arguments' must be an object, got {type(tool_arguments).__name__}"
+            )
+        return await self.hub.call_tool(name.strip(), tool_arguments)
+
+    async def handle(self, name: str, arguments: Mapping[str, Any] | None) -> ToolCallResult:
+        """Dispatch one ``tools/call`` of the gateway."""
+        arguments = arguments or {}
+        if name == SEARCH_TOOL_NAME:
+            return self.search(arguments)
+        if name == CALL_TOOL_NAME:
+            return await self.call(arguments)
+        return ToolCallResult.error(
+            f"unknown tool {name!r}; this gateway has {SEARCH_TOOL_NAME} and {CALL_TOOL_NAME}"
+        )
+
+    # ------------------------------------------------------------------ the MCP server
+
+    def server(self) -> Server[Any]:
+        """The gateway as a low-level SDK ``Server``."""
+        import mcp_types as types
+        from mcp.server.context import ServerRequestContext
+        from mcp.server.lowlevel import Server
+
+        from toolsearch import __version__
+
+        listing = types.ListToolsResult.model_validate({"tools": self.tool_definitions()})
+
+        async def list_tools(
+            ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+        ) -> types.ListToolsResult:
+            return listing
+
+        async def call_tool(
+            ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+        ) -> types.CallToolResult:
+            return _to_mcp(await self.handle(params.name, params.arguments))
+
+        return Server(
+            self.name,
+            version=__version__,
+            title="toolsearch gateway",
+            description="Tool search over the tools of many MCP servers",
+            instructions="Use search_tools to find a tool and get its schema, then call_tool "
+            "to run it.",
+            on_list_tools=list_tools,
+            on_call_tool=call_tool,
+        )
+
+    async def run_stdio(self) -> None:
+        """Serve on stdin/stdout until the client closes stdin."""
+        from mcp.server.stdio import stdio_server
+
+        server = self.server()
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    async def run_http(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        *,
+        path: str = "/mcp",
+        on_ready: Callable[[str], None] | None = None,
+    ) -> None:
+        """Serve streamable HTTP on ``host:port`` (``port=0`` picks a free one) until SIGINT
+        or SIGTERM; ``on_ready`` gets the endpoint URL once the socket listens."""
+        import uvicorn
+
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((host, port))
+        except OSError as exc:
+            sock.close()
+            raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+        bound = sock.getsockname()[1]
+        app = self.server().streamable_http_app(streamable_http_path=path, host=host)
+        config = uvicorn.Config(app, log_config=None, log_level="warning", lifespan="on")
+        shown = f"[{host}]" if family == socket.AF_INET6 else host
+        if on_ready is not None:
+            on_ready(f"http://{shown}:{bound}{path}")
+        with sock:
+            await _QuietServer(config).serve(sockets=[sock])
+
+
+class _QuietServer:
+    """uvicorn's server, stopping on SIGINT/SIGTERM without re-raising the signal afterwards
+    (the hub still has servers to shut down cleanly)."""
+
+    def __init__(self, config: Any) -> None:
+        import uvicorn
+
+        server = uvicorn.Server(config)
+        server.capture_signals = self._capture(server)  # type: ignore[method-assign,assignment]
+        self._server = server
+
+    @staticmethod
+    def _capture(server: Any) -> Callable[[], contextlib.AbstractContextManager[None]]:
+        @contextlib.contextmanager
+        def capture() -> Iterator[None]:
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+            signals = (signal.SIGINT, signal.SIGTERM)
+            previous = {sig: signal.signal(sig, server.handle_exit) for sig in signals}
+            try:
+                yield
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+
+        return capture
+
+    async def serve(self, sockets: list[socket.socket]) -> None:
+        await self._server.serve(sockets=sockets)
+
+
+def _to_mcp(result: ToolCallResult) -> mcp_types.CallToolResult:
+    import mcp_types as types
+
+    data: dict[str, Any] = {"content": [dict(block) for block in result.content]}
+    if result.is_error:
+        data["isError"] = True
+    if result.structured_content is not None:
+        data["structuredContent"] = result.structured_content
+    return types.CallToolResult.model_validate(data)
+
+
+async def serve(
+    config: McpConfig,
+    *,
+    transport: GatewayTransport = "stdio",
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    on_ready: Callable[[str], None] | None = None,
+    **hub_options: Any,
+) -> None:
+    """Run the gateway for ``config`` until its client goes away (stdio) or it is stopped
+    (HTTP). ``hub_options`` go to :class:`McpHub` (``deny``, ``backend``, timeouts...)."""
+    if transport not in ("stdio", "http"):
+        raise ConfigError(f"unknown gateway transport {transport!r}; expected 'stdio' or 'http'")
+    hub = McpHub(config, **hub_options)
+    async with hub:
+        gateway = Gateway(hub)
+        if transport == "stdio":
+            if on_ready is not None:
+                on_ready("stdio")
+            await gateway.run_stdio()
+        else:
+            await gateway.run_http(host, port, on_ready=on_ready)
