@@ -7,28 +7,28 @@ anything. ``--when call``: starts normally with two tools; calling ``crash`` kil
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from typing import Any
 
-import mcp_types as types
-from _common import arguments, run
-from mcp.server.context import ServerRequestContext
-from mcp.server.lowlevel import Server
 
-TOOLS = [
-    types.Tool(name="ping", description="Answer pong.", input_schema={"type": "object"}),
-    types.Tool(
-        name="crash", description="Kill the server process.", input_schema={"type": "object"}
-    ),
-]
+def build() -> Any:
+    import mcp_types as types
+    from mcp.server.context import ServerRequestContext
+    from mcp.server.lowlevel import Server
 
+    tools = [
+        types.Tool(name="ping", description="Answer pong.", input_schema={"type": "object"}),
+        types.Tool(
+            name="crash", description="Kill the server process.", input_schema={"type": "object"}
+        ),
+    ]
 
-def build() -> Server[Any]:
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=TOOLS)
+        return types.ListToolsResult(tools=tools)
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
@@ -42,10 +42,14 @@ def build() -> Server[Any]:
 
 
 if __name__ == "__main__":
-    parser = arguments(__doc__ or "")
+    # Decide before importing the SDK: crashing at start costs no import time.
+    parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--when", choices=["start", "call"], default="start")
+    parser.add_argument("--http", action="store_true")
     options = parser.parse_args()
     if options.when == "start":
         print("fatal: cannot open the database /nonexistent/db.sqlite", file=sys.stderr, flush=True)
         sys.exit(3)
+    from _common import run
+
     run(build(), http=options.http)

@@ -1,0 +1,313 @@
+"""``toolsearch serve`` end to end: an MCP client session talks to the gateway process, which
+talks to the real test servers. Plus the gateway's argument handling in process."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import signal
+import subprocess
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from toolsearch.cli import main
+from toolsearch.mcp.gateway import CALL_TOOL_NAME, SEARCH_TOOL_NAME, Gateway
+from toolsearch.mcp.hub import McpHub
+from toolsearch.tool import Tool
+
+_spec = importlib.util.spec_from_file_location(
+    "mcp_test_support", Path(__file__).parent / "mcp_servers" / "support.py"
+)
+assert _spec is not None and _spec.loader is not None
+support = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(support)
+
+DENIED = "mcp__many__github_delete_issue"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def write_config(tmp_path: Path, **servers: dict[str, Any]) -> Path:
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps(support.config(**servers)), encoding="utf-8")
+    return path
+
+
+async def until(check: Callable[[], Awaitable[bool]], seconds: float = 20) -> None:
+    with anyio.fail_after(seconds):
+        while not await check():
+            await anyio.sleep(0.1)
+
+
+def text_of(result: Any) -> str:
+    return "\n".join(block.text for block in result.content if block.type == "text")
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(60)
+async def test_gateway_session_in_process() -> None:
+    """The gateway's MCP server driven by an SDK client session in memory, in front of real
+    stdio servers: the fast version of the end-to-end test below."""
+    from mcp import Client
+
+    from toolsearch.mcp.config import parse_mcp_config
+
+    servers = {
+        "many": support.stdio("many_tools", "--page-size", "100"),
+        "slow": support.stdio("slow_start", "--delay", "120"),
+        "crashy": support.stdio("crashing", "--when", "start"),
+    }
+    config = parse_mcp_config(support.config(**servers))
+    async with McpHub(config, backend="keyword", deny=[DENIED]) as hub:
+        with anyio.fail_after(20):
+            assert await hub.wait_until(
+                lambda h: (
+                    h.servers["many"].status == "connected"
+                    and h.servers["crashy"].status == "failed"
+                )
+            )
+        async with Client(Gateway(hub).server()) as client:
+            listed = await client.list_tools()
+            assert [tool.name for tool in listed.tools] == [SEARCH_TOOL_NAME, CALL_TOOL_NAME]
+            found = await client.call_tool(SEARCH_TOOL_NAME, {"query": "jira epic delete"})
+            first = json.loads(text_of(found))["tools"][0]
+            assert first["name"] == "mcp__many__jira_delete_epic"
+            assert first["input_schema"]["required"] == ["id"]
+            called = await client.call_tool(
+                CALL_TOOL_NAME, {"name": first["name"], "arguments": {"id": "E-1"}}
+            )
+            assert not called.is_error and text_of(called) == "jira_delete_epic ok: [('id', 'E-1')]"
+            names = await client.call_tool(SEARCH_TOOL_NAME, {"query": DENIED})
+            assert DENIED not in text_of(names)
+            refused = await client.call_tool(CALL_TOOL_NAME, {"name": DENIED})
+            assert refused.is_error and "denied" in text_of(refused)
+            missed = text_of(await client.call_tool(SEARCH_TOOL_NAME, {"query": "forecast"}))
+            assert "Some MCP servers are still connecting: slow." in missed
+            assert "Some MCP servers are unavailable: crashy (" in missed
+            crashed = await client.call_tool(CALL_TOOL_NAME, {"name": "mcp__crashy__x"})
+            assert crashed.is_error and "MCP server 'crashy' failed" in text_of(crashed)
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+async def test_serve_end_to_end_over_stdio(tmp_path: Path) -> None:
+    from mcp import Client, StdioServerParameters
+
+    path = write_config(
+        tmp_path,
+        many=support.stdio("many_tools", "--page-size", "100"),
+        slow=support.stdio("slow_start", "--delay", "120"),
+        crashy=support.stdio("crashing", "--when", "start"),
+        flaky=support.stdio("crashing", "--when", "call"),
+    )
+    command, args = support.gateway_command(path, "--backend", "keyword", "--deny", DENIED)
+    async with Client(StdioServerParameters(command=command, args=args)) as client:
+        listed = await client.list_tools()
+        assert [tool.name for tool in listed.tools] == [SEARCH_TOOL_NAME, CALL_TOOL_NAME]
+
+        async def search(query: str, max_results: int = 5) -> Any:
+            arguments = {"query": query, "max_results": max_results}
+            return await client.call_tool(SEARCH_TOOL_NAME, arguments)
+
+        async def ready() -> bool:
+            record = (await search("github issue")).structured_content
+            pending = record["pending_mcp_servers"]
+            return pending == ["slow"] and "crashy" in record["failed_mcp_servers"]
+
+        await until(ready)
+
+        # search: matching tools come back with their schemas
+        found = await search("github create issue", 3)
+        assert not found.is_error
+        tools = json.loads(text_of(found))["tools"]
+        assert tools[0]["name"] == "mcp__many__github_create_issue"
+        assert tools[0]["input_schema"]["properties"]["id"]["type"] == "string"
+        assert tools[0]["server"] == "many"
+        assert found.structured_content["tools"] == tools
+
+        # call: forwarded to the server, its result returned unchanged
+        called = await client.call_tool(
+            CALL_TOOL_NAME, {"name": "mcp__many__github_create_issue", "arguments": {"id": "9"}}
+        )
+        assert not called.is_error
+        assert text_of(called) == "github_create_issue ok: [('id', '9')]"
+        assert called.structured_content == {
+            "tool": "github_create_issue",
+            "arguments": {"id": "9"},
+        }
+        failing = await client.call_tool(
+            CALL_TOOL_NAME, {"name": "mcp__many__diagnostics_report_failure"}
+        )
+        assert failing.is_error and text_of(failing) == "the backing service is down"
+
+        # a denied tool: never found, refused when called by name
+        for query in ("github delete issue", f"select:{DENIED}", DENIED):
+            names = [t["name"] for t in (await search(query, 50)).structured_content["tools"]]
+            assert DENIED not in names
+        refused = await client.call_tool(CALL_TOOL_NAME, {"name": DENIED, "arguments": {"id": "1"}})
+        assert refused.is_error and "denied by a permission rule" in text_of(refused)
+
+        # a pending server is reported in no-match results
+        pending = await search("weather forecast")
+        assert pending.structured_content["tools"] == []
+        assert "Some MCP servers are still connecting: slow." in text_of(pending)
+        early = await client.call_tool(CALL_TOOL_NAME, {"name": "mcp__slow__forecast"})
+        assert early.is_error and "still connecting" in text_of(early)
+
+        # a crashed server is reported as failed with its error, not as "no such tool"
+        crashed = await search("select:mcp__crashy__query")
+        assert "Some MCP servers are unavailable: crashy (" in text_of(crashed)
+        assert (
+            "cannot open the database" in crashed.structured_content["failed_mcp_servers"]["crashy"]
+        )
+        call = await client.call_tool(CALL_TOOL_NAME, {"name": "mcp__crashy__query"})
+        assert call.is_error and "MCP server 'crashy' failed" in text_of(call)
+
+        # a server that dies: its tools are announced as removed in the next search
+        assert text_of(await client.call_tool(CALL_TOOL_NAME, {"name": "mcp__flaky__ping"})) == (
+            "pong"
+        )
+        died = await client.call_tool(CALL_TOOL_NAME, {"name": "mcp__flaky__crash"})
+        assert died.is_error
+
+        announced: dict[str, str] = {}
+
+        async def flaky_gone() -> bool:
+            record = (await search("zzz-nothing")).structured_content
+            announced.update(record["removed_tools"])
+            return "flaky" in record["failed_mcp_servers"]
+
+        await until(flaky_gone)
+        assert set(announced) == {"mcp__flaky__crash", "mcp__flaky__ping"}
+        assert "disconnected" in announced["mcp__flaky__ping"]
+        assert (await search("ping")).structured_content["removed_tools"] == {}  # said once
+        after = await client.call_tool(CALL_TOOL_NAME, {"name": "mcp__flaky__ping"})
+        assert "was removed: MCP server 'flaky' disconnected" in text_of(after)
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(60)
+async def test_removed_tools_are_announced_once(tmp_path: Path) -> None:
+    servers = {"flaky": support.stdio("crashing", "--when", "call")}
+    from toolsearch.mcp.config import parse_mcp_config
+
+    async with McpHub(parse_mcp_config(support.config(**servers)), backend="keyword") as hub:
+        gateway = Gateway(hub)
+        with anyio.fail_after(20):
+            assert await hub.wait_ready()
+        assert gateway.search({"query": "ping"}).structured_content["removed_tools"] == {}
+        await gateway.call({"name": "mcp__flaky__crash"})
+        with anyio.fail_after(10):
+            assert await hub.wait_until(lambda h: h.servers["flaky"].status == "disconnected")
+        announced = gateway.search({"query": "ping"})
+        removed = announced.structured_content["removed_tools"]
+        assert set(removed) == {"mcp__flaky__ping", "mcp__flaky__crash"}
+        assert "disconnected" in removed["mcp__flaky__ping"]
+        assert "Removed since the last search: " in announced.text
+        assert gateway.search({"query": "ping"}).structured_content["removed_tools"] == {}
+
+
+LOCAL = [
+    Tool(f"Local{name}", f"{text} for tests", should_defer=True)
+    for name, text in (
+        ("Alpha", "first tool"),
+        ("Beta", "second tool"),
+        ("Gamma", "third tool"),
+        ("Delta", "fourth tool"),
+        ("Epsilon", "fifth tool"),
+    )
+]
+
+
+@pytest.mark.anyio
+async def test_gateway_arguments_are_checked() -> None:
+    async with McpHub([], tools=LOCAL, backend="keyword", deny=["LocalBeta"]) as hub:
+        gateway = Gateway(hub)
+        definitions = {d["name"]: d for d in gateway.tool_definitions()}
+        assert definitions[SEARCH_TOOL_NAME]["inputSchema"]["required"] == ["query"]
+        assert definitions[CALL_TOOL_NAME]["inputSchema"]["required"] == ["name"]
+        found = await gateway.handle(SEARCH_TOOL_NAME, {"query": "tool", "max_results": 2})
+        assert [t["name"] for t in found.structured_content["tools"]] == [
+            "LocalAlpha",
+            "LocalDelta",
+        ]
+        assert "LocalBeta" not in json.dumps(
+            (
+                await gateway.handle(SEARCH_TOOL_NAME, {"query": "second", "max_results": 9})
+            ).structured_content
+        )
+        bad_k = await gateway.handle(SEARCH_TOOL_NAME, {"query": "x", "max_results": 0})
+        assert bad_k.is_error and "max_results must be between 1 and 100" in bad_k.text
+        no_query = await gateway.handle(SEARCH_TOOL_NAME, {})
+        assert no_query.is_error and "needs a string 'query'" in no_query.text
+        no_name = await gateway.handle(CALL_TOOL_NAME, {"arguments": {}})
+        assert no_name.is_error and "'name'" in no_name.text
+        bad_args = await gateway.handle(CALL_TOOL_NAME, {"name": "LocalAlpha", "arguments": [1]})
+        assert bad_args.is_error and "'arguments' must be an object" in bad_args.text
+        local = await gateway.handle(CALL_TOOL_NAME, {"name": "LocalAlpha"})
+        assert local.is_error and "not an MCP tool" in local.text
+        missing = await gateway.handle(CALL_TOOL_NAME, {"name": "mcp__nowhere__x"})
+        assert missing.is_error and "no such tool 'mcp__nowhere__x'" in missing.text
+        unknown = await gateway.handle("delete_everything", {})
+        assert unknown.is_error and "unknown tool 'delete_everything'" in unknown.text
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+@pytest.mark.timeout(90)
+async def test_serve_over_streamable_http(tmp_path: Path) -> None:
+    from mcp import Client
+
+    path = write_config(tmp_path, many=support.stdio("many_tools"))
+    command, args = support.gateway_command(
+        path, "--transport", "http", "--host", "127.0.0.1", "--port", "0"
+    )
+    process = subprocess.Popen(
+        [command, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert process.stderr is not None
+        line = process.stderr.readline()
+        assert line.startswith("toolsearch gateway on http://127.0.0.1:"), line
+        url = line.split()[3]
+        assert url.endswith("/mcp")
+        async with Client(url) as client:
+
+            async def connected() -> bool:
+                result = await client.call_tool(SEARCH_TOOL_NAME, {"query": "kubernetes pod"})
+                return bool(result.structured_content["tools"])
+
+            await until(connected)
+            called = await client.call_tool(
+                CALL_TOOL_NAME, {"name": "mcp__many__kubernetes_list_pod", "arguments": {}}
+            )
+            assert text_of(called) == "kubernetes_list_pod ok: []"
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=20) == 0  # a clean stop, its servers shut down
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=10)
+        if process.stderr is not None:
+            process.stderr.close()
+
+
+def test_serve_reports_config_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "--config", str(tmp_path / "absent.json")]) == 2
+    assert "absent.json: file not found" in capsys.readouterr().err
+    bad = write_config(tmp_path, broken={"command": 5})
+    assert main(["serve", "--config", str(bad)]) == 2
+    assert "server 'broken', field 'command'" in capsys.readouterr().err
+    good = write_config(tmp_path, ok={"command": "x"})
+    assert main(["serve", "--config", str(good), "--deny", "mcp__a__b*"]) == 2
+    assert "invalid rule" in capsys.readouterr().err
+    assert main(["serve", "--config", str(good), "--port", "70000"]) == 2
+    assert "--port must be between 0 and 65535" in capsys.readouterr().err
