@@ -7,6 +7,7 @@ here mocks the protocol. Every wait is bounded so a broken server cannot hang th
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -371,3 +372,32 @@ def test_blocking_hub_for_synchronous_callers() -> None:
         )
         assert hub.servers["slow"].status == "connected"
         assert [c.reason for c in hub.changes] == ["connected"]
+
+
+async def test_example_config_works(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The example config the README shows, loaded and used exactly as written (its paths are
+    relative to the repository root; ``PYTHON`` picks this interpreter)."""
+    from toolsearch.mcp.config import load_mcp_config
+
+    monkeypatch.chdir(support.REPO)
+    environ = {**os.environ, "PYTHON": sys.executable}
+    config = load_mcp_config(support.EXAMPLE_CONFIG, environ=environ)
+    async with McpHub(config, backend="keyword") as hub:
+        assert hub.pending_servers == ("workspace", "notes", "weather")
+        with anyio.fail_after(30):
+            assert await hub.wait_ready()
+        assert {name: state.status for name, state in hub.servers.items()} == {
+            "workspace": "connected",
+            "notes": "connected",
+            "weather": "connected",
+        }
+        issue = hub.search("github create issue", max_results=1).names
+        assert issue == ["mcp__workspace__github_create_issue"]
+        assert hub.search("weather alerts", max_results=1).names == ["mcp__weather__weather_alerts"]
+        notes = hub.tool("mcp__notes__notes_create")
+        assert notes is not None and not is_deferred(notes)  # "alwaysLoad": true
+        result = await hub.call_tool(issue[0], {"id": "1"})
+        assert result.text == "github_create_issue ok: [('id', '1')]"
+        assert (await hub.call_tool("mcp__notes__notes_create", {"name": "n"})).text == (
+            "notes_create done"
+        )
