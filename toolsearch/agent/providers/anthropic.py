@@ -3,8 +3,8 @@
 Client-side (default): the request carries the non-deferred tools, ToolSearch and the deferred
 tools discovered so far with ``defer_loading: true``; ToolSearch results are ``tool_result``
 blocks whose content is ``tool_reference`` blocks, which the API expands into the referenced
-definitions. The neutral history is already in this shape, so rendering only merges adjacent
-same-role messages and drops the ``toolsearch`` markers.
+definitions. The neutral history is already in this shape, so rendering only drops the
+``toolsearch`` markers.
 
 Server-side (``server_search="regex"`` or ``"bm25"``): the API runs the search. The request
 carries ``tool_search_tool_regex_20251119`` or ``tool_search_tool_bm25_20251119`` instead of
@@ -72,17 +72,16 @@ def tool_param(sent: SentTool, *, cache_control: bool = False) -> dict[str, Any]
 
 
 def render_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
-    """Neutral messages as ``MessageParam`` dicts: markers dropped, adjacent same-role
-    messages merged (their blocks concatenated), so the API sees alternating turns."""
+    """Neutral messages as ``MessageParam`` dicts, the ``toolsearch`` markers dropped.
+
+    Adjacent same-role messages (a tool result followed by a persisted delta) are left apart:
+    the API combines consecutive turns itself, and keeping them apart keeps every earlier
+    message byte-identical when a delta is appended.
+    """
     out: list[dict[str, Any]] = []
     for message in messages:
-        role = message["role"]
-        content: str | list[dict[str, Any]] = message["content"]
-        if out and out[-1]["role"] == role:
-            previous = out[-1]
-            previous["content"] = blocks(previous) + blocks({"content": content})
-            continue
         rendered = {k: v for k, v in message.items() if k != META_KEY}
+        content = message["content"]
         rendered["content"] = content if isinstance(content, str) else [dict(b) for b in content]
         out.append(rendered)
     return out
@@ -111,8 +110,9 @@ def check_server_search_input(name: str, arguments: Mapping[str, Any]) -> None:
 def check_tools(tools: Sequence[Mapping[str, Any]], *, server_side: bool) -> None:
     """Check a rendered tools list against the deferral rules; raise :class:`QueryError`.
 
-    Always: no ``cache_control`` on a deferred tool. Server-side: exactly one search tool, not
-    deferred; at least one non-deferred tool; at most 10 000 deferred tools.
+    Always: no ``cache_control`` on a deferred tool. Server-side: exactly one search tool; at
+    least one non-deferred tool (the search tool counts); the search tool not deferred; at most
+    10 000 deferred tools.
     """
     deferred = [t for t in tools if t.get("defer_loading") is True]
     for tool in deferred:
@@ -128,10 +128,13 @@ def check_tools(tools: Sequence[Mapping[str, Any]], *, server_side: bool) -> Non
         raise QueryError(
             f"server-side tool search needs exactly one search tool, found {len(search)}"
         )
+    if len(deferred) == len(tools):
+        raise QueryError(
+            "server-side tool search needs at least one non-deferred tool "
+            "(the search tool itself counts, so it must not be deferred)"
+        )
     if search[0].get("defer_loading") is True:
         raise QueryError(f"the search tool {search[0]['name']!r} itself cannot be deferred")
-    if len(deferred) == len(tools):
-        raise QueryError("server-side tool search needs at least one non-deferred tool")
     if len(deferred) > MAX_DEFERRED_TOOLS:
         raise QueryError(
             f"{len(deferred)} deferred tools; server-side tool search takes at most "
