@@ -14,6 +14,8 @@ from typing import Any
 import anyio
 import pytest
 
+pytest.importorskip("mcp_types")  # the MCP SDK v2 (toolsearch[mcp])
+
 from toolsearch.cli import main
 from toolsearch.mcp.gateway import CALL_TOOL_NAME, SEARCH_TOOL_NAME, Gateway
 from toolsearch.mcp.hub import McpHub

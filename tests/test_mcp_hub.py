@@ -17,6 +17,8 @@ from typing import Any
 import anyio
 import pytest
 
+pytest.importorskip("mcp_types")  # the MCP SDK v2 (toolsearch[mcp])
+
 from toolsearch.backends.keyword import KeywordBackend
 from toolsearch.mcp.config import parse_mcp_config
 from toolsearch.mcp.hub import BlockingMcpHub, McpHub, ToolChange
@@ -366,10 +368,8 @@ def test_blocking_hub_for_synchronous_callers() -> None:
         assert hub.pending_servers == ("slow",)
         assert hub.wait_ready(timeout=20)
         assert hub.search("weather alerts", max_results=1).names == ["mcp__slow__weather_alerts"]
-        run = hub.runner()
-        assert run("mcp__slow__current_conditions", {"city": "Rome"}).text == (
-            "current_conditions: sunny in Rome"
-        )
+        result = hub.call_tool("mcp__slow__current_conditions", {"city": "Rome"})
+        assert result.text == "current_conditions: sunny in Rome"
         assert hub.servers["slow"].status == "connected"
         assert [c.reason for c in hub.changes] == ["connected"]
 

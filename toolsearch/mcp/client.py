@@ -23,6 +23,7 @@ only when a connection runs, so importing this module stays light.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import math
 import os
@@ -35,7 +36,7 @@ from typing import IO, TYPE_CHECKING, Any, Literal, cast
 import anyio
 
 from toolsearch.catalog import tools_from_mcp_result
-from toolsearch.errors import CatalogError, ToolSearchError
+from toolsearch.errors import CatalogError, ConfigError, ToolSearchError
 from toolsearch.mcp.config import ServerConfig
 from toolsearch.tool import Tool
 
@@ -50,6 +51,7 @@ __all__ = [
     "ProtocolMode",
     "ServerStatus",
     "ToolCallResult",
+    "require_sdk",
 ]
 
 logger = logging.getLogger(__name__)
@@ -64,6 +66,17 @@ MAX_LIST_PAGES = 1000
 _STDERR_TAIL_LINES = 5
 _STDERR_TAIL_BYTES = 8192
 _LISTEN_BACKOFF = (0.5, 1.0, 2.0, 5.0)
+
+
+def require_sdk() -> None:
+    """Fail early, with the install line, when the ``mcp`` SDK is not installed."""
+    import importlib.util
+
+    if importlib.util.find_spec("mcp") is None or importlib.util.find_spec("mcp_types") is None:
+        raise ConfigError(
+            "connecting to MCP servers needs the official MCP SDK (mcp>=2.3); "
+            "install it with: pip install 'toolsearch[mcp]'"
+        )
 
 
 class McpProtocolError(ToolSearchError):
@@ -95,6 +108,29 @@ class ToolCallResult:
         return "\n".join(
             str(block.get("text", "")) for block in self.content if block.get("type") == "text"
         )
+
+    def as_text(self) -> str:
+        """Everything a text-only model API can carry: text blocks as they are, other blocks
+        (images, audio, resources) as a short note, the structured result when there is no
+        text at all."""
+        parts: list[str] = []
+        for block in self.content:
+            kind = block.get("type")
+            if kind == "text":
+                parts.append(str(block.get("text", "")))
+            elif kind == "resource_link":
+                parts.append(f"[resource {block.get('uri', '')}]")
+            elif kind == "resource":
+                resource = block.get("resource") or {}
+                text = resource.get("text") if isinstance(resource, Mapping) else None
+                uri = resource.get("uri", "") if isinstance(resource, Mapping) else ""
+                parts.append(str(text) if isinstance(text, str) else f"[resource {uri}]")
+            else:
+                mime = block.get("mimeType", "")
+                parts.append(f"[{kind} content{f' ({mime})' if mime else ''} omitted]")
+        if not parts and self.structured_content is not None:
+            return json.dumps(self.structured_content, ensure_ascii=False, sort_keys=True)
+        return "\n".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
         """The MCP ``CallToolResult`` wire shape (camelCase keys)."""

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from toolsearch.engine import DEFAULT_MAX_RESULTS, tool_search_tool
 from toolsearch.errors import ConfigError, QueryError
-from toolsearch.mcp.client import ToolCallResult
+from toolsearch.mcp.client import ToolCallResult, require_sdk
 from toolsearch.mcp.config import McpConfig
 from toolsearch.mcp.hub import HubSearchResult, McpHub
 
@@ -303,6 +303,7 @@ async def serve(
     (HTTP). ``hub_options`` go to :class:`McpHub` (``deny``, ``backend``, timeouts...)."""
     if transport not in ("stdio", "http"):
         raise ConfigError(f"unknown gateway transport {transport!r}; expected 'stdio' or 'http'")
+    require_sdk()
     hub = McpHub(config, **hub_options)
     async with hub:
         gateway = Gateway(hub)

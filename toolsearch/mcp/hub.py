@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -42,6 +42,7 @@ from toolsearch.mcp.client import (
     ProtocolMode,
     ServerStatus,
     ToolCallResult,
+    require_sdk,
 )
 from toolsearch.mcp.config import McpConfig, ServerConfig
 from toolsearch.permissions import DenyRule, is_denied, parse_rules
@@ -184,6 +185,8 @@ class McpHub:
         on_change: Callable[[ToolChange], None] | None = None,
     ) -> None:
         configs = list(servers.servers if isinstance(servers, McpConfig) else servers)
+        if configs:
+            require_sdk()
         names = [c.name for c in configs]
         if len(set(names)) != len(names):
             duplicate = next(n for n in names if names.count(n) > 1)
@@ -424,6 +427,17 @@ class McpHub:
             return ToolCallResult.error(self.unavailable_reason(name))
         return await self._connections[tool.server].call_tool(name, arguments, timeout=timeout)
 
+    def tool_runner(self) -> Callable[[Any, Tool], Awaitable[Any]]:
+        """A tool runner for :class:`toolsearch.agent.loop.AgentLoop` (use ``arun``): each
+        call the loop lets through is forwarded to its server; the result becomes the loop's
+        ``ToolOutput``, server errors included as error results."""
+
+        async def run(call: Any, tool: Tool) -> Any:
+            result = await self.call_tool(tool.name, dict(call.input))
+            return _tool_output(result)
+
+        return run
+
     async def refresh(self, server: str) -> None:
         """Re-list one server's tools now (as its list-changed notification would)."""
         self.connection(server).request_refresh()
@@ -539,10 +553,17 @@ class BlockingMcpHub:
         changes: list[ToolChange] = self._call(lambda: self.hub.changes)
         return changes
 
-    def runner(self) -> Callable[[str, Mapping[str, Any]], ToolCallResult]:
-        """A plain ``(name, arguments) -> ToolCallResult`` function for agent loops."""
+    def tool_runner(self) -> Callable[[Any, Tool], Any]:
+        """A synchronous tool runner for :meth:`toolsearch.agent.loop.AgentLoop.run`: calls
+        block this thread while the hub's loop thread talks to the server."""
 
-        def run(name: str, arguments: Mapping[str, Any]) -> ToolCallResult:
-            return self.call_tool(name, arguments)
+        def run(call: Any, tool: Tool) -> Any:
+            return _tool_output(self.call_tool(tool.name, dict(call.input)))
 
         return run
+
+
+def _tool_output(result: ToolCallResult) -> Any:
+    from toolsearch.agent.loop import ToolOutput
+
+    return ToolOutput(result.as_text(), is_error=result.is_error)
