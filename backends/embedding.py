@@ -661,22 +661,6 @@ class EmbeddingBackend(BaseBackend):
                 self._query_vectors.popitem(last=False)
         return vector
 
-    def warm_queries(self, queries: Iterable[ParsedQuery]) -> None:
-        """Encode many queries in batches ahead of time (benchmarks, replayed logs), so each
-        later :meth:`search` finds its vector in the query cache. Keeps at most
-        ``query_cache_size`` of them."""
-        texts = [q.text for q in queries if not q.is_empty and q.text not in self._query_vectors]
-        if not self.query_cache_size:
-            return
-        texts = list(dict.fromkeys(texts))[-self.query_cache_size :]
-        if not texts:
-            return
-        vectors = _normalise(self._encode_batches(texts))
-        for text, vector in zip(texts, vectors, strict=True):
-            self._query_vectors[text] = vector
-        while len(self._query_vectors) > self.query_cache_size:
-            self._query_vectors.popitem(last=False)
-
     # ----------------------------------------------------------------- index
 
     def index(self, tools: Sequence[Tool]) -> None:
