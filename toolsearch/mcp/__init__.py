@@ -1,1 +1,58 @@
-"""MCP integration: server configs, client connections, and the tool-search gateway server."""
+"""MCP integration: server configs, client connections, and the tool-search gateway server.
+
+- :mod:`toolsearch.mcp.config` reads ``{"mcpServers": {...}}`` files (Claude Desktop, Claude
+  Code, Cursor) into :class:`ServerConfig` values;
+- :mod:`toolsearch.mcp.client` is one connection to one server through the official ``mcp``
+  SDK (stdio or streamable HTTP);
+- :mod:`toolsearch.mcp.hub` puts every configured server behind one searchable, callable pool
+  (:class:`McpHub`, :class:`BlockingMcpHub` for synchronous code);
+- :mod:`toolsearch.mcp.gateway` serves that pool as an MCP server (``toolsearch serve``).
+
+Names are imported on first use, so ``import toolsearch.mcp`` needs neither the SDK nor anyio.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__all__ = [
+    "BlockingMcpHub",
+    "Gateway",
+    "HubSearchResult",
+    "McpConfig",
+    "McpConfigError",
+    "McpHub",
+    "McpServerConnection",
+    "ServerConfig",
+    "ServerState",
+    "ToolCallResult",
+    "ToolChange",
+    "load_mcp_config",
+    "parse_mcp_config",
+    "serve",
+]
+
+_HOMES = {
+    "McpConfig": "config",
+    "McpConfigError": "config",
+    "ServerConfig": "config",
+    "load_mcp_config": "config",
+    "parse_mcp_config": "config",
+    "McpServerConnection": "client",
+    "ToolCallResult": "client",
+    "BlockingMcpHub": "hub",
+    "HubSearchResult": "hub",
+    "McpHub": "hub",
+    "ServerState": "hub",
+    "ToolChange": "hub",
+    "Gateway": "gateway",
+    "serve": "gateway",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'toolsearch.mcp' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"toolsearch.mcp.{home}"), name)

@@ -19,6 +19,9 @@ An entry with ``command`` is a stdio server (``args``, ``env``, ``cwd`` optional
 ``headers``, as Claude Code does. ``disabled: true`` skips a server. Keys other hosts add
 (``autoApprove``, ``description``...) are ignored so one file can serve several hosts.
 
+A stdio server gets the SDK's safe environment (``HOME``, ``PATH``, ``USER``... — not the
+caller's whole environment) plus its ``env``, as in Claude Desktop: put tokens in ``env``.
+
 toolsearch adds three optional keys per server: ``alwaysLoad`` (every tool of the server is
 sent up front instead of deferred), ``startupTimeout`` and ``callTimeout`` (seconds).
 
