@@ -211,7 +211,10 @@ def test_exact_tokenizer_counter_when_installed() -> None:
     settings = ModeSettings(tokenizer=str(path))
     counter = settings.counter()
     assert isinstance(counter, TokenizerCounter)
-    assert counter.count("send a slack message") != CharEstimate().count("send a slack message")
+    assert counter.count("send a slack message") == 4
+    long = "send a slack message " * 200
+    assert counter.count(long) == 800  # not truncated or padded to the model's input length
+    assert counter.count(long) != CharEstimate().count(long)
 
 
 def test_missing_tokenizer_file_is_a_clear_error(tmp_path: Path) -> None:

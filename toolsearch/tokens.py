@@ -62,6 +62,9 @@ class TokenizerCounter:
         except ImportError as exc:
             raise MissingExtraError("tokenizer counter", "embedding", ["tokenizers"]) from exc
         self._tokenizer: Any = Tokenizer.from_file(path)
+        # a model's tokenizer.json often pads/truncates to its input length; counts need neither
+        self._tokenizer.no_truncation()
+        self._tokenizer.no_padding()
         self.path = path
 
     def count(self, text: str) -> int:
