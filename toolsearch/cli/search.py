@@ -9,6 +9,7 @@ from rich.table import Table
 
 from toolsearch.catalog import load_catalog
 from toolsearch.cli._output import console, print_json
+from toolsearch.cli.request import add_scope_arguments, load_scope
 from toolsearch.engine import DEFAULT_MAX_RESULTS, ToolSearch
 
 __all__ = ["register"]
@@ -31,6 +32,7 @@ def register(subparsers: Any) -> None:
         help=f"results to return (default {DEFAULT_MAX_RESULTS})",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_scope_arguments(parser)
     parser.set_defaults(func=run)
 
 
@@ -44,8 +46,32 @@ def catalogue_as_deferred(tools: list[Any]) -> list[Any]:
     ]
 
 
+def scoped_tools(tools: list[Any], args: argparse.Namespace) -> list[Any]:
+    """The tools ``--deny`` and ``--agent`` leave searchable (ToolSearch itself left out).
+
+    Raises :class:`ConfigError` when they take ToolSearch away: search is then off and the
+    agent's tools would be sent inline instead.
+    """
+    deny = getattr(args, "deny", None) or []
+    if not deny and not getattr(args, "agent", None):
+        return tools
+    from toolsearch.agent.pool import resolve_tools
+    from toolsearch.errors import ConfigError
+    from toolsearch.tool import TOOL_SEARCH_NAME
+
+    agent = load_scope(args)
+    resolved = resolve_tools(tools, deny=deny, agent=agent)
+    if not resolved.has_tool_search:
+        who = f"agent {agent.name!r}" if agent is not None else "these deny rules"
+        raise ConfigError(
+            f"{TOOL_SEARCH_NAME} is not available to {who}: tool search is off and its "
+            f"{len(resolved.tools)} tools are sent inline (see 'toolsearch request')"
+        )
+    return [t for t in resolved.tools if t.name != TOOL_SEARCH_NAME]
+
+
 def run(args: argparse.Namespace) -> int:
-    tools = catalogue_as_deferred(load_catalog(args.catalog))
+    tools = scoped_tools(catalogue_as_deferred(load_catalog(args.catalog)), args)
     engine = ToolSearch(tools, backend=args.backend)
     result = engine.search(args.query, args.max_results)
     if args.json:

@@ -1,0 +1,292 @@
+"""``toolsearch demo``: the reference loop with a scripted model over a real catalogue.
+
+For each task the scripted model searches with ToolSearch, calls the best tool it loaded (with
+arguments made up from the tool's schema) and answers. Every turn prints what was sent — the
+tools, the tokens of the request with tool search and of the same request without it (every
+tool inline), both measured with :mod:`toolsearch.tokens` — and what was discovered. Nothing is
+asserted: the saving is whatever the counts say.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from toolsearch.cli._output import console, print_json
+from toolsearch.cli.request import add_scope_arguments, build_settings, load_scope
+
+__all__ = ["DEFAULT_TASKS", "default_catalog", "example_arguments", "register", "run_demo"]
+
+#: (user task, ToolSearch query) pairs the scripted model works through.
+DEFAULT_TASKS: tuple[tuple[str, str], ...] = (
+    ("Email the team that the release is out.", "send email message"),
+    ("How many orders were placed yesterday? Ask the database.", "run sql query database"),
+    ("File an issue about the failing build.", "create issue"),
+    ("Find the documentation page about webhooks.", "search documentation"),
+)
+
+
+def default_catalog() -> Path:
+    """The docker MCP catalogue from the shared datasets when present, else the bundled
+    starter catalogue."""
+    from toolsearch.datasets import BUNDLED_DIR, shared_datasets_dir
+
+    shared = shared_datasets_dir()
+    if shared is not None and (shared / "mcp-docker-catalog" / "tools.jsonl").is_file():
+        return Path(shared) / "mcp-docker-catalog"
+    return Path(BUNDLED_DIR) / "starter"
+
+
+def example_arguments(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """Placeholder arguments for a schema's required properties (what a scripted model sends)."""
+    properties = schema.get("properties")
+    properties = properties if isinstance(properties, Mapping) else {}
+    required = schema.get("required")
+    names = required if isinstance(required, list) else []
+    values: dict[str, Any] = {}
+    for name in names:
+        spec = properties.get(name, {})
+        kind = spec.get("type") if isinstance(spec, Mapping) else None
+        if isinstance(kind, list):
+            kind = next((k for k in kind if k != "null"), "string")
+        if isinstance(spec, Mapping) and isinstance(spec.get("enum"), list) and spec["enum"]:
+            values[str(name)] = spec["enum"][0]
+        elif kind in ("integer", "number"):
+            values[str(name)] = 1
+        elif kind == "boolean":
+            values[str(name)] = True
+        elif kind == "array":
+            values[str(name)] = []
+        elif kind == "object":
+            values[str(name)] = {}
+        else:
+            values[str(name)] = "example"
+    return values
+
+
+def register(subparsers: Any) -> None:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "demo",
+        help="run the agent loop with a scripted model and show the token saving per turn",
+        description="Run the reference agent loop with a scripted model over a catalogue and "
+        "print, per turn, the tools sent, the request's tokens with and without tool search, "
+        "and the tools discovered.",
+    )
+    parser.add_argument(
+        "--catalog",
+        help="catalogue (default: the shared docker MCP catalogue, else the bundled starter)",
+    )
+    add_scope_arguments(parser)
+    parser.add_argument(
+        "--provider",
+        choices=("anthropic", "openai", "plain"),
+        default="anthropic",
+        help="request shape to render and measure (default: anthropic)",
+    )
+    parser.add_argument("--backend", help="ranking backend (default: configured or measured best)")
+    parser.add_argument(
+        "--task",
+        action="append",
+        default=[],
+        metavar="QUERY",
+        help="a ToolSearch query for one scripted task (repeatable; default: four tasks)",
+    )
+    parser.add_argument("--mode", help="ENABLE_TOOL_SEARCH value (default: config/environment)")
+    parser.add_argument("--context-window", type=int, help="context window for auto mode")
+    parser.add_argument("--tokenizer", help="tokenizer.json to count tokens exactly")
+    parser.add_argument(
+        "--defer-all",
+        action="store_true",
+        help="treat every catalogue tool as deferred unless it is marked always_load",
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.set_defaults(func=run)
+
+
+def _tokens(counter: Any, payload: Any) -> int:
+    text = json.dumps(payload, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return int(counter.count(text))
+
+
+def _describe(message: Mapping[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return f"answer: {content[:60]}"
+    actions = []
+    for block in content or []:
+        if block.get("type") == "tool_use":
+            if block["name"] == "ToolSearch":
+                actions.append(f"ToolSearch({block['input'].get('query')!r})")
+            else:
+                actions.append(f"call {block['name']}")
+        elif block.get("type") == "text":
+            actions.append(f"answer: {str(block.get('text'))[:60]}")
+    return "; ".join(actions)
+
+
+def run_demo(args: argparse.Namespace) -> dict[str, Any]:
+    """Run the scripted conversation and return every turn's measurements."""
+    from toolsearch.agent.assemble import NextRequest, assemble_request
+    from toolsearch.agent.clients import ScriptedClient, Step
+    from toolsearch.agent.loop import AgentLoop, echo_runner
+    from toolsearch.agent.messages import (
+        Message,
+        assistant_message,
+        tool_use_block,
+        user_message,
+    )
+    from toolsearch.agent.state import referenced_names
+    from toolsearch.catalog import load_catalog
+    from toolsearch.cli.search import catalogue_as_deferred
+    from toolsearch.tokens import tool_tokens
+
+    catalog = Path(args.catalog) if args.catalog else default_catalog()
+    tools = load_catalog(catalog)
+    if args.defer_all:
+        tools = catalogue_as_deferred(tools)
+    settings = build_settings(args)
+    counter = settings.counter()
+    off = replace(settings, enable_tool_search="false")
+    queries = list(args.task) or [query for _, query in DEFAULT_TASKS]
+    prompts = (
+        [f"Task {i + 1}: {q}" for i, q in enumerate(queries)]
+        if args.task
+        else [task for task, _ in DEFAULT_TASKS]
+    )
+
+    def call_best(request: NextRequest) -> Message:
+        """Call the best tool the latest ToolSearch loaded, or give up in words."""
+        names: list[str] = []
+        for message in reversed(request.messages):
+            results = [b for b in message.get("content") or [] if isinstance(b, dict)]
+            results = [b for b in results if b.get("type") == "tool_result"]
+            if results:
+                names = [n for b in results for n in referenced_names(b)]
+                break
+        tool = request.pool.get(names[0]) if names else None
+        if tool is None:
+            return assistant_message("I could not find a tool for that.")
+        call_id = f"call_{len(request.messages)}"
+        arguments = example_arguments(tool.input_schema)
+        return assistant_message([tool_use_block(call_id, tool.name, arguments)])
+
+    no_steps: list[Step] = []
+    loop = AgentLoop(
+        ScriptedClient(no_steps, provider=args.provider),
+        tools,
+        runner=echo_runner,
+        deny=args.deny,
+        agent=load_scope(args),
+        backend=args.backend,
+        settings=settings,
+        counter=counter,
+    )
+    history: list[Message] = []
+    turns: list[dict[str, Any]] = []
+    for number, (prompt, query) in enumerate(zip(prompts, queries, strict=True), start=1):
+        search = {"query": query, "max_results": 3}
+        steps: list[Step] = [
+            assistant_message([tool_use_block(f"search_{number}", "ToolSearch", search)]),
+            call_best,
+            assistant_message(f"Done with task {number}."),
+        ]
+        loop.client = ScriptedClient(steps, provider=args.provider)
+        history.append(user_message(prompt))
+        for _ in range(len(steps)):
+            before = [dict(m) for m in history]
+            turn = loop.step(history, len(turns))
+            without = assemble_request(
+                loop.pool, before, provider=args.provider, settings=off, counter=counter
+            )
+            request = turn.request
+            plain_tools = [s.tool for s in without.tools]
+            turns.append(
+                {
+                    "turn": len(turns) + 1,
+                    "task": number,
+                    "action": _describe(turn.reply.message),
+                    "search_enabled": request.search_enabled,
+                    "tools_sent": len(request.tools),
+                    "tools_without_search": len(without.tools),
+                    "tool_tokens": tool_tokens([s.tool for s in request.tools], counter),
+                    "tool_tokens_without_search": tool_tokens(plain_tools, counter),
+                    "request_tokens": _tokens(counter, request.payload),
+                    "request_tokens_without_search": _tokens(counter, without.payload),
+                    "announced": len(request.delta.added) if request.delta else 0,
+                    "newly_discovered": list(turn.newly_discovered),
+                    "discovered": sorted(request.loaded | set(turn.newly_discovered)),
+                }
+            )
+            if not turn.calls:
+                break
+    with_search = sum(t["request_tokens"] for t in turns)
+    without_search = sum(t["request_tokens_without_search"] for t in turns)
+    return {
+        "catalog": str(catalog),
+        "provider": args.provider,
+        "backend": getattr(loop.engine.backend, "name", type(loop.engine.backend).__name__),
+        "counter": repr(counter),
+        "pool": {"tools": len(loop.pool.tools), "deferred": len(loop.pool.deferred)},
+        "turns": turns,
+        "totals": {
+            "request_tokens": with_search,
+            "request_tokens_without_search": without_search,
+            "saved_tokens": without_search - with_search,
+            "saving_percent": round(100 * (1 - with_search / without_search), 1)
+            if without_search
+            else 0.0,
+        },
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    report = run_demo(args)
+    if args.json:
+        print_json(report)
+        return 0
+    out = console()
+    pool = report["pool"]
+    out.print(
+        f"catalogue {report['catalog']}: {pool['tools']} tools, {pool['deferred']} deferred; "
+        f"provider {report['provider']}, backend {report['backend']}, tokens by {report['counter']}"
+    )
+    table = Table(title="per turn: what was sent (tokens of the whole request)")
+    for column in (
+        "turn",
+        "model did",
+        "tools sent",
+        "tokens",
+        "without search",
+        "saved",
+        "loaded",
+    ):
+        table.add_column(column, justify="left" if column == "model did" else "right")
+    for turn in report["turns"]:
+        saved = turn["request_tokens_without_search"] - turn["request_tokens"]
+        new = len(turn["newly_discovered"])
+        table.add_row(
+            str(turn["turn"]),
+            turn["action"],
+            f"{turn['tools_sent']}/{turn['tools_without_search']}",
+            f"{turn['request_tokens']:,}",
+            f"{turn['request_tokens_without_search']:,}",
+            f"{saved:,}",
+            (f"+{new} → " if new else "") + str(len(turn["discovered"])),
+        )
+    out.print(table)
+    for turn in report["turns"]:
+        if turn["newly_discovered"]:
+            out.print(f"turn {turn['turn']} loaded: {', '.join(turn['newly_discovered'])}")
+    totals = report["totals"]
+    out.print(
+        f"total request tokens: {totals['request_tokens']:,} with tool search, "
+        f"{totals['request_tokens_without_search']:,} without — "
+        f"{totals['saved_tokens']:,} saved ({totals['saving_percent']}%)"
+    )
+    return 0
