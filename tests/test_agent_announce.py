@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -120,7 +121,7 @@ def test_with_deltas_the_request_prefix_stays_byte_identical(provider: str) -> N
     result = loop.run("use two tools")
     key = "input" if provider == "openai" else "messages"
     rendered = [_dumps(r.payload[key]) for r in client.requests]
-    for earlier, later in zip(rendered, rendered[1:], strict=False):
+    for earlier, later in itertools.pairwise(rendered):
         assert later[: len(earlier)] == earlier
     # the non-deferred part of the tool list never changed while tools were discovered
     plain = [[t for t in r.payload["tools"] if not t.get("defer_loading")] for r in client.requests]

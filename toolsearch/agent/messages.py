@@ -216,7 +216,8 @@ def _check_block(block: Any, index: int, position: int, role: str) -> None:
 
 
 def load_history(path: str) -> list[Message]:
-    """Read a history file: a JSON array of messages, or JSONL with one message a line."""
+    """Read a history file: a JSON array of messages, ``{"messages": [...]}``, or JSONL with
+    one message a line."""
     try:
         with open(path, encoding="utf-8") as handle:
             text = handle.read()
@@ -226,14 +227,16 @@ def load_history(path: str) -> list[Message]:
     if not stripped:
         return []
     try:
+        data: Any = json.loads(stripped)
+    except json.JSONDecodeError as whole:
         if stripped.startswith("["):
-            data: Any = json.loads(stripped)
-        else:
+            raise HistoryError(f"{path}: invalid JSON: {whole}") from whole
+        try:
             data = [json.loads(line) for line in stripped.splitlines() if line.strip()]
-    except json.JSONDecodeError as exc:
-        raise HistoryError(f"{path}: invalid JSON: {exc}") from exc
-    if isinstance(data, Mapping) and "messages" in data:
-        data = data["messages"]
+        except json.JSONDecodeError as exc:
+            raise HistoryError(f"{path}: invalid JSON: {exc}") from exc
+    if isinstance(data, Mapping):
+        data = data.get("messages", [data])
     try:
         return validate_history(data)
     except HistoryError as exc:

@@ -266,7 +266,10 @@ def run(args: argparse.Namespace) -> int:
         "saved",
         "loaded",
     ):
-        table.add_column(column, justify="left" if column == "model did" else "right")
+        if column == "model did":
+            table.add_column(column, overflow="fold")
+        else:
+            table.add_column(column, justify="right", no_wrap=True)
     for turn in report["turns"]:
         saved = turn["request_tokens_without_search"] - turn["request_tokens"]
         new = len(turn["newly_discovered"])
