@@ -369,3 +369,33 @@ def test_clients_send_the_payload_to_the_sdk() -> None:
     AgentLoop(openai_client, POOL, backend="keyword", settings=ON).run("hi")
     assert sent["model"] == "gpt-x" and "input" in sent
     assert any(t["type"] == "tool_search" for t in sent["tools"])
+
+
+class LastWordsBackend:
+    """A deliberately odd third-party backend: ranks by how many query words end a name."""
+
+    def index(self, tools: Any) -> None:
+        self.tools = list(tools)
+
+    def search(self, query: Any, k: int) -> list[Any]:
+        from toolsearch.backend import Hit
+
+        scored = [
+            Hit(t.name, float(sum(t.name.endswith(w) for w in query.terms))) for t in self.tools
+        ]
+        return sorted((h for h in scored if h.score > 0), key=lambda h: -h.score)[:k]
+
+
+@pytest.mark.parametrize("backend", ["keyword", LastWordsBackend()], ids=["keyword", "custom"])
+def test_the_loop_works_the_same_with_any_backend(backend: Any) -> None:
+    steps = [
+        call("s", "ToolSearch", query="select:mcp__github__create_issue"),
+        call("c", "mcp__github__create_issue", title="t"),
+        call("s2", "ToolSearch", query="message"),
+        assistant_message("done"),
+    ]
+    loop = AgentLoop(ScriptedClient(steps), POOL, runner=echo_runner, backend=backend, settings=ON)
+    result = loop.run("go")
+    assert [c.kind for t in result.turns for c in t.calls] == ["search", "tool", "search"]
+    assert "mcp__github__create_issue" in result.discovered
+    assert result.turns[1].request.tool_names[-1] == "mcp__github__create_issue"
