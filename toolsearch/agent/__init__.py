@@ -1,1 +1,1 @@
-"""The agent-loop layer: deferral mode, permissions and subagents, conversation state, request assembly."""
+"""The agent-loop layer: tool-search mode, subagents, conversation state, request assembly."""
