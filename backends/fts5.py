@@ -1,0 +1,510 @@
+"""Backend ``fts5``: SQLite full-text search (FTS5) in a real database, through sqlite-utils.
+
+Layout (the one sqlite-utils' ``enable_fts(..., create_triggers=True)`` makes, so
+``sqlite-utils search`` and ``Table.detect_fts()`` work on the file as on any other):
+
+``tools``          one row per tool: ``tool_name`` (unique), ``hash`` (``Tool.content_hash()``),
+                   ``mcp`` (for pool order), ``definition`` (the tool as JSON) and one text
+                   column per field of :data:`toolsearch.tokenize.FIELDS`
+``tools_fts``      an external-content FTS5 index over those five columns, kept in step with
+                   ``tools`` by the triggers ``tools_ai``, ``tools_ad`` and ``tools_au``
+``toolsearch_meta`` the tokeniser version the text columns were written with
+
+The text columns hold :mod:`toolsearch.tokenize` tokens joined by single spaces and FTS5 reads
+them with its ``ascii`` tokenizer, which then only splits on those spaces (a token is letters,
+digits and marks), so the database and the ``bm25`` backend see the same tokens. The ranking
+is SQLite's own ``bm25()`` with the field weights as column weights (a weight multiplies the
+column's term frequency, not the document length). SQLite's ``bm25()`` uses the Robertson idf
+floored at 1e-6, so a term in more than half the catalogue contributes almost nothing, and it
+returns *negative* numbers, more negative being better: hits carry ``-bm25()``, which is above
+zero for every matching tool, best first, ties in pool order (``mcp``, then ``tool_name``;
+SQLite's binary collation of UTF-8 is code-point order, like Python's).
+
+Queries never reach FTS5's query language: the query's tokens are each written as a quoted
+string (quotes doubled) and joined with ``OR``, so no text — ``"``, ``*``, ``NEAR``, ``AND``,
+``(``, ``col:``, ``^`` — can be a syntax error or an operator.
+
+Updates are incremental and keyed by the content hash: ``index``, ``upsert`` and ``remove``
+compare hashes and touch only the rows that changed, each call in one ``BEGIN IMMEDIATE``
+transaction, so a reader sees the index before or after a change, never half of it, and a writer
+killed mid-update leaves the last committed index behind. File databases use WAL mode (readers
+do not block the writer or each other) and a busy timeout (a second writer waits instead of
+failing); several processes can search one file while one updates it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from toolsearch.backend import BaseBackend, Hit
+from toolsearch.errors import BackendError, ConfigError
+from toolsearch.query import ParsedQuery
+from toolsearch.tokenize import (
+    FIELDS,
+    TOKENIZER_VERSION,
+    SchemaCache,
+    check_field_weights,
+    query_tokens,
+    tool_fields,
+)
+from toolsearch.tool import Tool
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
+
+__all__ = ["FTS5Backend", "match_expression"]
+
+TABLE = "tools"
+FTS_TABLE = "tools_fts"
+VOCAB_TABLE = "tools_fts_vocab"
+META_TABLE = "toolsearch_meta"
+
+# Names per statement in IN (...) look-ups; well under SQLite's variable limit.
+_CHUNK = 500
+_SYNCHRONOUS = ("normal", "full")
+
+_COLUMNS = ", ".join(FIELDS)
+_NEW = ", ".join(f"new.{field}" for field in FIELDS)
+_OLD = ", ".join(f"old.{field}" for field in FIELDS)
+
+_SCHEMA = [
+    f"""CREATE TABLE IF NOT EXISTS {META_TABLE} (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    )""",
+    f"""CREATE TABLE IF NOT EXISTS {TABLE} (
+        id INTEGER PRIMARY KEY,
+        tool_name TEXT NOT NULL UNIQUE,
+        hash TEXT NOT NULL,
+        mcp INTEGER NOT NULL,
+        definition TEXT NOT NULL,
+        {", ".join(f"{field} TEXT NOT NULL" for field in FIELDS)}
+    )""",
+    f"""CREATE VIRTUAL TABLE IF NOT EXISTS {FTS_TABLE} USING FTS5 (
+        {_COLUMNS},
+        tokenize='ascii',
+        content="{TABLE}",
+        content_rowid=id
+    )""",
+    f"""CREATE VIRTUAL TABLE IF NOT EXISTS {VOCAB_TABLE} USING fts5vocab({FTS_TABLE}, 'row')""",
+    f"""CREATE TRIGGER IF NOT EXISTS {TABLE}_ai AFTER INSERT ON {TABLE} BEGIN
+        INSERT INTO {FTS_TABLE} (rowid, {_COLUMNS}) VALUES (new.id, {_NEW});
+    END""",
+    f"""CREATE TRIGGER IF NOT EXISTS {TABLE}_ad AFTER DELETE ON {TABLE} BEGIN
+        INSERT INTO {FTS_TABLE} ({FTS_TABLE}, rowid, {_COLUMNS}) VALUES ('delete', old.id, {_OLD});
+    END""",
+    f"""CREATE TRIGGER IF NOT EXISTS {TABLE}_au AFTER UPDATE ON {TABLE} BEGIN
+        INSERT INTO {FTS_TABLE} ({FTS_TABLE}, rowid, {_COLUMNS}) VALUES ('delete', old.id, {_OLD});
+        INSERT INTO {FTS_TABLE} (rowid, {_COLUMNS}) VALUES (new.id, {_NEW});
+    END""",
+]
+
+_UPSERT = f"""
+    INSERT INTO {TABLE} (tool_name, hash, mcp, definition, {_COLUMNS})
+    VALUES (?, ?, ?, ?, {", ".join("?" for _ in FIELDS)})
+    ON CONFLICT (tool_name) DO UPDATE SET
+        hash = excluded.hash, mcp = excluded.mcp, definition = excluded.definition,
+        {", ".join(f"{field} = excluded.{field}" for field in FIELDS)}
+"""
+
+_RANK = f"-bm25({FTS_TABLE}, {', '.join('?' for _ in FIELDS)})"
+# Ranked by score alone: joining every matching row to ``tools`` for its pool position would
+# cost more than the ranking itself. Ties are put in pool order afterwards (see ``search``).
+_SEARCH = f"""
+    SELECT rowid, {_RANK} AS score FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ?
+    ORDER BY score DESC LIMIT ?
+"""
+_SEARCH_AT_LEAST = f"""
+    SELECT rowid, score FROM (
+        SELECT rowid, {_RANK} AS score FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ?
+    ) WHERE score >= ?
+"""
+# Rows fetched beyond k, so that a tie on the k-th score rarely needs a second query.
+_TIE_SLACK = 16
+# A token in more than 1/_COMMON_SHARE of the rows is "common" (see FTS5Backend._top_rows).
+_COMMON_SHARE = 16
+# SQLite's bm25() constant k1 (fts5_aux.c).
+_K1 = 1.2
+
+
+def _fts5_idf(rows: int, hits: int) -> float:
+    """The idf SQLite's ``bm25()`` gives a phrase found in ``hits`` of ``rows`` rows."""
+    idf = math.log((rows - hits + 0.5) / (hits + 0.5))
+    return idf if idf > 0 else 1e-6
+
+
+def match_expression(tokens: Iterable[str]) -> str:
+    """An FTS5 query matching any of ``tokens``: each a quoted string, joined with ``OR``.
+
+    A quoted string is always a plain phrase to FTS5, whatever it contains (a ``"`` inside is
+    doubled), so the result is never a syntax error. NUL characters (which would end the
+    string early) and lone surrogates (which cannot be encoded) are removed; tokens left empty
+    are skipped, and no tokens give ``""``.
+    """
+    phrases = []
+    for token in tokens:
+        clean = token.replace("\x00", "")
+        if not clean.isascii():
+            clean = clean.encode("utf-8", "ignore").decode("utf-8")
+        if clean:
+            phrases.append('"' + clean.replace('"', '""') + '"')
+    return " OR ".join(phrases)
+
+
+def _varint(data: bytes) -> int:
+    """The SQLite varint at the start of ``data`` (7 bits a byte, big-endian, 9 bytes max)."""
+    value = 0
+    for i, byte in enumerate(data[:9]):
+        if i == 8:
+            return (value << 8) | byte
+        value = (value << 7) | (byte & 0x7F)
+        if byte < 0x80:
+            return value
+    return value
+
+
+def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
+    for start in range(0, len(items), _CHUNK):
+        yield items[start : start + _CHUNK]
+
+
+class FTS5Backend(BaseBackend):
+    """SQLite FTS5 with per-field column weights; persistent, incremental, multi-process.
+
+    Options (keyword only): ``path`` (a database file; default an in-memory database),
+    ``field_weights`` (column weights per field, merged over the defaults),
+    ``busy_timeout`` (seconds a writer waits for another, default 5), ``synchronous``
+    (``"normal"``, the default — safe against crashes in WAL mode — or ``"full"``, which also
+    survives power loss at the cost of an fsync per commit).
+    """
+
+    name: ClassVar[str] = "fts5"
+    incremental: ClassVar[bool] = True
+    persistent: ClassVar[bool] = True
+    extra: ClassVar[str | None] = "fts5"
+    requires: ClassVar[tuple[str, ...]] = ("sqlite_utils",)
+
+    def __init__(
+        self,
+        *,
+        path: str | Path | None = None,
+        field_weights: Mapping[str, float] | None = None,
+        busy_timeout: float = 5.0,
+        synchronous: str = "normal",
+    ) -> None:
+        super().__init__()
+        if path is not None and not isinstance(path, str | Path):
+            raise ConfigError(f"fts5 option path must be a file path, got {path!r}")
+        if isinstance(path, str) and path in ("", ":memory:"):
+            path = None
+        if (
+            isinstance(busy_timeout, bool)
+            or not isinstance(busy_timeout, int | float)
+            or not 0 <= busy_timeout < float("inf")
+        ):
+            raise ConfigError(
+                f"fts5 option busy_timeout must be a number of seconds >= 0, got {busy_timeout!r}"
+            )
+        if synchronous not in _SYNCHRONOUS:
+            raise ConfigError(
+                f"fts5 option synchronous must be one of {', '.join(_SYNCHRONOUS)}, "
+                f"got {synchronous!r}"
+            )
+        self.path = Path(path) if path is not None else None
+        self.field_weights = check_field_weights(field_weights, integer=False)
+        self.busy_timeout = float(busy_timeout)
+        self.synchronous = synchronous
+        self._weights = tuple(float(self.field_weights[field]) for field in FIELDS)
+        self.db = self._open()
+
+    # ------------------------------------------------------------------ database
+    def _open(self) -> Database:
+        from sqlite_utils import Database
+
+        where = str(self.path) if self.path is not None else ":memory:"
+        try:
+            if self.path is not None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(
+                where, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
+            )
+            db = Database(conn)
+            db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+            if self.path is not None:
+                db.enable_wal()
+                db.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
+            self.db = db
+            with self._transaction():
+                for statement in _SCHEMA:
+                    db.execute(statement)
+                row = db.execute(
+                    f"SELECT value FROM {META_TABLE} WHERE key = 'tokenizer_version'"
+                ).fetchone()
+                if row is None or row[0] != str(TOKENIZER_VERSION):
+                    self._retokenise()
+        except (sqlite3.Error, OSError) as exc:
+            raise BackendError(f"fts5: cannot open database {where}: {exc}") from exc
+        return db
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """One write transaction, taken up front (``BEGIN IMMEDIATE``) so reading the stored
+        hashes and writing the changes cannot interleave with another writer."""
+        conn = self.db.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def _retokenise(self) -> None:
+        """Rewrite every row's text columns with this tokeniser (inside a transaction)."""
+        from toolsearch.catalog import tool_from_dict
+
+        rows = self.db.execute(f"SELECT definition FROM {TABLE}").fetchall()
+        tools = [tool_from_dict(json.loads(definition)) for (definition,) in rows]
+        if tools:
+            self._write(self._rows(tools), [])
+        self.db.execute(
+            f"INSERT OR REPLACE INTO {META_TABLE} (key, value) VALUES ('tokenizer_version', ?)",
+            (str(TOKENIZER_VERSION),),
+        )
+
+    def close(self) -> None:
+        """Close the database connection (the file, if any, keeps the index)."""
+        self.db.close()
+
+    def __enter__(self) -> FTS5Backend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _where(self) -> str:
+        return str(self.path) if self.path is not None else "in-memory database"
+
+    # ------------------------------------------------------------------ writing
+    def _rows(self, tools: Sequence[Tool]) -> list[tuple[Any, ...]]:
+        cache: SchemaCache = {}
+        rows = []
+        for tool in tools:
+            columns = tool_fields(tool, schema_cache=cache).column_text()
+            definition = json.dumps(tool.to_dict(), ensure_ascii=False, default=str)
+            rows.append(
+                (
+                    tool.name,
+                    tool.content_hash(),
+                    int(tool.mcp),
+                    definition,
+                    *(columns[field] for field in FIELDS),
+                )
+            )
+        return rows
+
+    def _stored_hashes(self, names: Sequence[str] | None) -> dict[str, str]:
+        if names is None:
+            return dict(self.db.execute(f"SELECT tool_name, hash FROM {TABLE}").fetchall())
+        found: dict[str, str] = {}
+        for chunk in _chunks(names):
+            marks = ", ".join("?" for _ in chunk)
+            sql = f"SELECT tool_name, hash FROM {TABLE} WHERE tool_name IN ({marks})"
+            found.update(self.db.execute(sql, list(chunk)).fetchall())
+        return found
+
+    def _write(self, rows: Sequence[tuple[Any, ...]], removals: Sequence[str]) -> None:
+        """Apply row upserts and removals (called inside a transaction)."""
+        conn = self.db.conn
+        for chunk in _chunks(removals):
+            marks = ", ".join("?" for _ in chunk)
+            conn.execute(f"DELETE FROM {TABLE} WHERE tool_name IN ({marks})", list(chunk))
+        if rows:
+            conn.executemany(_UPSERT, rows)
+
+    def _apply(self, tools: Sequence[Tool], *, replace_all: bool) -> None:
+        """Write the tools whose hash differs from the stored one; with ``replace_all`` also
+        drop every stored tool not among ``tools``. One transaction."""
+        unique = list({tool.name: tool for tool in tools}.values())
+        hashes = {tool.name: tool.content_hash() for tool in unique}
+        try:
+            with self._transaction():
+                stored = self._stored_hashes(None if replace_all else list(hashes))
+                changed = [tool for tool in unique if stored.get(tool.name) != hashes[tool.name]]
+                removals = [name for name in stored if name not in hashes] if replace_all else []
+                self._write(self._rows(changed), removals)
+        except sqlite3.Error as exc:
+            raise BackendError(f"fts5: cannot update {self._where()}: {exc}") from exc
+
+    def index(self, tools: Sequence[Tool]) -> None:
+        """Make the index hold exactly ``tools``: rows whose content hash is unchanged stay
+        as they are (re-opening a file with the same catalogue writes nothing)."""
+        self._apply(tools, replace_all=True)
+
+    def upsert(self, tools: Sequence[Tool]) -> None:
+        """Add ``tools`` or replace stored tools of the same name whose content changed."""
+        if tools:
+            self._apply(tools, replace_all=False)
+
+    def remove(self, names: Iterable[str]) -> None:
+        """Drop the named tools; unknown names are ignored."""
+        drop = list(dict.fromkeys(names))
+        if drop:
+            try:
+                with self._transaction():
+                    self._write([], drop)
+            except sqlite3.Error as exc:
+                raise BackendError(f"fts5: cannot update {self._where()}: {exc}") from exc
+
+    def optimize(self) -> None:
+        """Merge the FTS5 index segments into one (worth it after a large initial index)."""
+        try:
+            with self._transaction():
+                self.db.execute(f"INSERT INTO {FTS_TABLE} ({FTS_TABLE}) VALUES ('optimize')")
+        except sqlite3.Error as exc:
+            raise BackendError(f"fts5: cannot optimize {self._where()}: {exc}") from exc
+
+    # ------------------------------------------------------------------ reading
+    @property
+    def tools(self) -> Mapping[str, Tool]:
+        """The stored tools by name, read back from the database (pool order)."""
+        from toolsearch.catalog import tool_from_dict
+
+        rows = self.db.execute(f"SELECT definition FROM {TABLE} ORDER BY mcp, tool_name").fetchall()
+        tools = [tool_from_dict(json.loads(definition)) for (definition,) in rows]
+        return {tool.name: tool for tool in tools}
+
+    def __len__(self) -> int:
+        count: int = self.db.execute(f"SELECT count(*) FROM {TABLE}").fetchone()[0]
+        return count
+
+    @contextmanager
+    def _snapshot(self) -> Iterator[None]:
+        """A read transaction: every statement inside sees the same committed index."""
+        conn = self.db.conn
+        conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            if conn.in_transaction:
+                conn.execute("COMMIT")
+
+    def _row_count(self) -> int:
+        """The number of rows as FTS5 itself counts them for ``bm25()`` (the first varint of
+        its averages record), so the informative-term test below agrees with SQLite."""
+        row = self.db.execute(f"SELECT block FROM {FTS_TABLE}_data WHERE id = 1").fetchone()
+        if row is None or not row[0]:
+            return 0
+        return _varint(bytes(row[0]))
+
+    def _frequencies(self, tokens: Sequence[str]) -> dict[str, int]:
+        """Rows containing each distinct token (tokens absent from the index are left out)."""
+        distinct = list(dict.fromkeys(tokens))
+        frequency: dict[str, int] = {}
+        for chunk in _chunks(distinct):
+            marks = ", ".join("?" for _ in chunk)
+            sql = f"SELECT term, doc FROM {VOCAB_TABLE} WHERE term IN ({marks})"
+            frequency.update(self.db.execute(sql, list(chunk)).fetchall())
+        return frequency
+
+    def search(self, query: ParsedQuery, k: int) -> list[Hit]:
+        """The best ``k`` tools by ``-bm25()``, best first, ties in pool order.
+
+        Tokens absent from the index are dropped (they match nothing), and so are tokens in
+        half the rows or more when any other token is left: SQLite floors their idf to 1e-6, so
+        they add nothing but a match for nearly every row, each of which ``bm25()`` would score.
+        """
+        if k <= 0 or query.is_empty:
+            return []
+        tokens = query_tokens(query)
+        if not tokens:
+            return []
+        try:
+            with self._snapshot():
+                frequency = self._frequencies(tokens)
+                rows = self._row_count()
+                known = [token for token in tokens if token in frequency]
+                informative = [token for token in known if 2 * frequency[token] < rows]
+                tokens = informative or known
+                if not tokens:
+                    return []
+                scored = self._top_rows(tokens, frequency, rows, k)
+                names = self._names([rowid for rowid, _ in scored])
+        except sqlite3.Error as exc:
+            raise BackendError(f"fts5: search failed on {self._where()}: {exc}") from exc
+        ranked = sorted(
+            ((score, *names[rowid]) for rowid, score in scored if score > 0 and rowid in names),
+            key=lambda row: (-row[0], row[1], row[2]),
+        )
+        return [Hit(name, float(score)) for score, _, name in ranked[:k]]
+
+    def _top_rows(
+        self, tokens: Sequence[str], frequency: Mapping[str, int], rows: int, k: int
+    ) -> list[tuple[int, float]]:
+        """(rowid, score) of the best ``k`` rows for ``tokens`` and every row tied with the
+        ``k``-th: exactly what ranking all matching rows gives, usually for far less.
+
+        ``bm25()`` costs about a microsecond per matching row, and a word such as "get" or
+        "list" matches a good part of any catalogue. So, MaxScore-style, the query is split into
+        its *common* tokens (in more than 1/16 of the rows) and the rest, and first only rows
+        matching a rare token are scored (as ``rare AND common`` plus ``rare NOT common``: each
+        phrase appears once in each, so every score is the whole query's). A row matching
+        common tokens only scores below ``sum(idf(t)) * (k1 + 1)`` over them, since BM25's
+        term-frequency part stays below ``k1 + 1``; when the ``k``-th best candidate beats
+        that bound no other row can reach the top ``k``. Otherwise every matching row is scored.
+        """
+        counts = dict(Counter(tokens))
+        common = [t for t in counts if frequency[t] * _COMMON_SHARE > rows]
+        rare = [t for t in counts if t not in common]
+        # Phrases in one fixed order (rare, then common, repeats together) on every path, so
+        # bm25() adds the same numbers in the same order and scores agree to the last bit.
+        rare_expr = match_expression(t for t in rare for _ in range(counts[t]))
+        common_expr = match_expression(t for t in common for _ in range(counts[t]))
+        if common and rare:
+            found = self._ranked_rows(f"({rare_expr}) AND ({common_expr})", k)
+            found += self._ranked_rows(f"({rare_expr}) NOT ({common_expr})", k)
+            found.sort(key=lambda row: -row[1])
+            bound = sum(counts[t] * _fts5_idf(rows, frequency[t]) for t in common) * (_K1 + 1)
+            if len(found) >= k and found[k - 1][1] > bound * (1 + 1e-9):
+                return found
+        return self._ranked_rows(" OR ".join(e for e in (rare_expr, common_expr) if e), k)
+
+    def _ranked_rows(self, expression: str, k: int) -> list[tuple[int, float]]:
+        """(rowid, score) of the best ``k`` rows matching ``expression`` and of every row
+        tied with the ``k``-th, so pool order can break the tie."""
+        limit = k + _TIE_SLACK
+        found: list[tuple[int, float]] = self.db.execute(
+            _SEARCH, (*self._weights, expression, limit)
+        ).fetchall()
+        if len(found) == limit and found[-1][1] == found[k - 1][1]:
+            # The tie on the k-th score may go on past the fetched rows: fetch all of it.
+            found = self.db.execute(
+                _SEARCH_AT_LEAST, (*self._weights, expression, found[k - 1][1])
+            ).fetchall()
+        return found
+
+    def _names(self, rowids: Sequence[int]) -> dict[int, tuple[int, str]]:
+        """Pool-order key ``(mcp, tool_name)`` of each row id."""
+        found: dict[int, tuple[int, str]] = {}
+        for start in range(0, len(rowids), _CHUNK):
+            chunk = rowids[start : start + _CHUNK]
+            marks = ", ".join("?" for _ in chunk)
+            sql = f"SELECT id, mcp, tool_name FROM {TABLE} WHERE id IN ({marks})"
+            found.update((rowid, (mcp, name)) for rowid, mcp, name in self.db.execute(sql, chunk))
+        return found
+
+    def params(self) -> dict[str, object]:
+        return {
+            "field_weights": dict(self.field_weights),
+            "path": str(self.path) if self.path is not None else None,
+            "synchronous": self.synchronous,
+            "tokenizer_version": TOKENIZER_VERSION,
+        }
