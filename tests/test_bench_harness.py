@@ -183,6 +183,20 @@ def test_limit_is_a_deterministic_sample(fixture_dir: Path) -> None:
     assert entry.n_queries == 3 and len(entry.backends["scripted"].outcomes) == 3
 
 
+def test_datasets_by_name(
+    fixture_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from toolsearch.datasets import BUNDLED_DIR, bundled_datasets
+
+    for folder in bundled_datasets():
+        assert resolve_dataset(Path(folder).name) == Path(BUNDLED_DIR) / Path(folder).name
+    monkeypatch.setenv("TOOLSEARCH_SHARED_DATASETS", str(tmp_path))
+    assert resolve_dataset("fixture") == tmp_path / "fixture"
+    assert resolve_dataset(str(fixture_dir)) == fixture_dir
+    with pytest.raises(BenchError, match=r"not a known name \(.*fixture"):
+        resolve_dataset("fixtur")
+
+
 def test_a_failing_backend_names_the_query(fixture_dir: Path) -> None:
     class Broken(Scripted):
         def search(self, query: ParsedQuery, k: int) -> list[Hit]:
