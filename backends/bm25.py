@@ -81,6 +81,8 @@ _COMPACT_FRACTION = 8
 _COMPACT_MIN = 256
 # Sample size per requested hit when bounding the top-k threshold (see BM25Index.select).
 _SAMPLE_PER_K = 64
+# Candidate sets up to this size are put in order in Python (by pool_sort_key).
+_PYTHON_SORT_MAX = 256
 
 
 def _number(name: str, value: object, *, low: float, high: float | None = None) -> float:
@@ -163,6 +165,11 @@ class BM25Index:
         """Replace the index with ``tools`` and their token bags (same order)."""
         import numpy as np
 
+        # Slots in pool order, so large ties can be ordered by slot (already sorted input,
+        # as the engine passes it, costs one linear pass).
+        pairs = sorted(zip(tools, bags, strict=True), key=lambda pair: pool_sort_key(pair[0]))
+        tools = [tool for tool, _ in pairs]
+        bags = [bag for _, bag in pairs]
         self.vocab = {}
         self._df = []
         encoded = [self._encode(bag) for bag in bags]
@@ -307,27 +314,20 @@ class BM25Index:
             self._cache["norms"] = norms
         return norms
 
-    def _main_parts(self) -> NDArray[np.float64]:
-        """The term-frequency part of every main-segment posting, computed once per change of
-        the corpus statistics so a query only multiplies by idf and adds."""
-        parts: NDArray[np.float64] | None = self._cache.get("parts")
-        if parts is None:
-            parts = self._term_part(self._tfs, self._norms()[self._docs])
-            self._cache["parts"] = parts
-        return parts
-
-    def _ranks(self) -> NDArray[np.int64]:
-        """Per slot: the tool's position in pool order (removed slots sort last)."""
-        ranks: NDArray[np.int64] | None = self._cache.get("ranks")
-        if ranks is None:
-            import numpy as np
-
-            live = [(pool_sort_key(t), slot) for slot, t in enumerate(self._slots) if t is not None]
-            live.sort()
-            ranks = np.full(len(self._slots), len(self._slots), dtype=np.int64)
-            ranks[[slot for _, slot in live]] = np.arange(len(live), dtype=np.int64)
-            self._cache["ranks"] = ranks
-        return ranks
+    def _main_part(self, tid: int) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+        """The main-segment postings of term ``tid``: tool slots and their term-frequency parts,
+        computed on first use after each change of the corpus statistics (a change moves
+        avgdl and with it every part, so they are recomputed only for terms being queried)."""
+        parts: dict[int, tuple[NDArray[np.int64], NDArray[np.float64]]] = self._cache.setdefault(
+            "parts", {}
+        )
+        found = parts.get(tid)
+        if found is None:
+            start, end = self._starts[tid], self._starts[tid + 1]
+            docs = self._docs[start:end]
+            found = (docs, self._term_part(self._tfs[start:end], self._norms()[docs]))
+            parts[tid] = found
+        return found
 
     def _mean_okapi_idf(self) -> float:
         mean: float | None = self._cache.get("mean_idf")
@@ -371,8 +371,7 @@ class BM25Index:
         if not self._live or not self._total_length:
             return scores
         norms = self._norms()
-        main_parts = self._main_parts()
-        starts, main_docs = self._starts, self._docs
+        starts = self._starts
         vocab, df = self.vocab, self._df
         for term, count in Counter(tokens).items():
             tid = vocab.get(term)
@@ -381,10 +380,9 @@ class BM25Index:
             weight = count * self.idf(df[tid])
             if weight == 0:
                 continue
-            if tid < self._main_terms:
-                start, end = starts[tid], starts[tid + 1]
-                if end > start:
-                    scores[main_docs[start:end]] += weight * main_parts[start:end]
+            if tid < self._main_terms and starts[tid + 1] > starts[tid]:
+                docs, parts = self._main_part(tid)
+                scores[docs] += weight * parts
             postings = self._delta.get(tid)
             if postings:
                 docs = np.fromiter(postings.keys(), dtype=np.int64, count=len(postings))
@@ -424,13 +422,19 @@ class BM25Index:
         if not candidates.size:
             return []
         if candidates.size > k:
+            # Keep the k best and everything tied with the k-th: pool order decides among them.
             values = scores[candidates]
             kth = np.partition(values, candidates.size - k)[candidates.size - k]
             candidates = candidates[values >= kth]
-        order = np.lexsort((self._ranks()[candidates], -scores[candidates]))[:k]
-        chosen = candidates[order]
         slots = self._slots
-        return [(slots[s], float(scores[s])) for s in chosen.tolist()]
+        if candidates.size > _PYTHON_SORT_MAX and not self._delta_bags:
+            # A large tie and no upserts since the last build: slot order is pool order.
+            order = np.lexsort((candidates, -scores[candidates]))[:k]
+            chosen = candidates[order].tolist()
+            return [(slots[s], float(scores[s])) for s in chosen]
+        pairs = [(slots[s], float(scores[s])) for s in candidates.tolist()]
+        pairs.sort(key=lambda pair: (-pair[1], pool_sort_key(pair[0])))  # type: ignore[arg-type]
+        return pairs[:k]  # type: ignore[return-value]
 
 
 class _RankBM25Engine:
@@ -585,6 +589,12 @@ class BM25Backend(BaseBackend):
     def tools(self) -> Mapping[str, Tool]:
         """The indexed tools by name."""
         return self._engine.tools
+
+    @property
+    def scorer(self) -> BM25Index | _RankBM25Engine:
+        """The scoring engine itself: ``scorer.top(tokens, k)`` ranks pre-tokenised queries
+        (``(tool, score)`` pairs) without the :class:`~toolsearch.query.ParsedQuery` layer."""
+        return self._engine
 
     def token_bags(self, tools: Sequence[Tool]) -> list[list[str]]:
         """The weighted token bag of each tool: what BM25 counts (public for tests and tools

@@ -260,6 +260,18 @@ def test_ties_keep_pool_order_whatever_the_indexing_order() -> None:
     ]
 
 
+def test_large_ties_keep_pool_order() -> None:
+    # More tied tools than are ordered in Python: the numpy path must agree on pool order.
+    tools = [Tool(f"mcp__s{i:03d}__probe", "Checks the status.") for i in range(400)]
+    tools += [Tool(f"probe_{i:03d}", "Checks the status.", should_defer=True) for i in range(5)]
+    backend = BM25Backend(field_weights={"server": 0, "name": 0})
+    backend.index(list(reversed(tools)))
+    want = [t.name for t in pool_order(tools)]
+    assert [h.name for h in backend.search(parse_query("status"), 8)] == want[:8]
+    backend.upsert([tools[0]])  # now with a delta segment
+    assert [h.name for h in backend.search(parse_query("status"), 8)] == want[:8]
+
+
 def test_top_k_matches_a_full_sort(catalogue: list[Tool]) -> None:
     # The sampled threshold in top-k selection must never drop a hit a naive sort would keep.
     from toolsearch.synth import scale_catalog

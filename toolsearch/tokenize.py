@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from itertools import pairwise
@@ -371,28 +371,17 @@ def query_tokens(query: ParsedQuery, *, limit: int = MAX_QUERY_TOKENS) -> list[s
     word, the original spelling is tokenised instead so a camelCase query term
     (``createIssue``) is split exactly as the same word in a description.
     """
-    terms = _cased_scoring_terms(query)
-    tokens: list[str] = []
-    for term in terms:
-        tokens.extend(tokenize(term))
-        if len(tokens) >= limit:
-            return tokens[:limit]
-    return tokens
+    # No token spans whitespace, so tokenising the joined terms equals joining their tokens.
+    tokens = tokenize(" ".join(_cased_scoring_terms(query)))
+    return tokens[:limit] if len(tokens) > limit else tokens
 
 
-def _cased_scoring_terms(query: ParsedQuery) -> tuple[str, ...]:
+def _cased_scoring_terms(query: ParsedQuery) -> Sequence[str]:
     raw = query.raw.split() if isinstance(query.raw, str) else []
-    if len(raw) != len(query.terms) or any(
-        r.lower() != t for r, t in zip(raw, query.terms, strict=False)
-    ):
+    if len(raw) != len(query.terms) or [word.lower() for word in raw] != list(query.terms):
         return query.scoring_terms
-    required: list[str] = []
-    optional: list[str] = []
-    for word in raw:
-        if word.startswith("+") and len(word) > 1:
-            required.append(word[1:])
-        else:
-            optional.append(word)
-    if required:
-        return (*required, *optional)
-    return tuple(raw)
+    if not query.required:
+        return raw
+    required = [word[1:] for word in raw if word.startswith("+") and len(word) > 1]
+    optional = [word for word in raw if not (word.startswith("+") and len(word) > 1)]
+    return required + optional
