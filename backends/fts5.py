@@ -115,21 +115,25 @@ _UPSERT = f"""
 """
 
 _RANK = f"-bm25({FTS_TABLE}, {', '.join('?' for _ in FIELDS)})"
-# Ranked by score alone: joining every matching row to ``tools`` for its pool position would
-# cost more than the ranking itself. Ties are put in pool order afterwards (see ``search``).
+# Ranked by score alone, and only the rows kept are joined to ``tools`` for their pool
+# position: joining every matching row would cost more than the ranking itself.
 _SEARCH = f"""
-    SELECT rowid, {_RANK} AS score FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ?
-    ORDER BY score DESC LIMIT ?
+    SELECT r.score, t.mcp, t.tool_name FROM (
+        SELECT rowid, {_RANK} AS score FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ?
+        ORDER BY score DESC LIMIT ?
+    ) AS r JOIN {TABLE} AS t ON t.id = r.rowid
 """
 _SEARCH_AT_LEAST = f"""
-    SELECT rowid, score FROM (
+    SELECT r.score, t.mcp, t.tool_name FROM (
         SELECT rowid, {_RANK} AS score FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ?
-    ) WHERE score >= ?
+    ) AS r JOIN {TABLE} AS t ON t.id = r.rowid WHERE r.score >= ?
 """
 # Rows fetched beyond k, so that a tie on the k-th score rarely needs a second query.
 _TIE_SLACK = 16
-# A token in more than 1/_COMMON_SHARE of the rows is "common" (see FTS5Backend._top_rows).
+# A token in more than 1/_COMMON_SHARE of the rows is "common" (see FTS5Backend._top_rows),
+# and the split is worth its extra statements once the common tokens match this many rows.
 _COMMON_SHARE = 16
+_PRUNE_MIN_HITS = 1000
 # SQLite's bm25() constant k1 (fts5_aux.c).
 _K1 = 1.2
 
@@ -156,6 +160,9 @@ def match_expression(tokens: Iterable[str]) -> str:
         if clean:
             phrases.append('"' + clean.replace('"', '""') + '"')
     return " OR ".join(phrases)
+
+
+_Row = tuple[float, int, str]  # (score, mcp, tool name): a ranked row with its pool key
 
 
 def _varint(data: bytes) -> int:
@@ -397,23 +404,26 @@ class FTS5Backend(BaseBackend):
             if conn.in_transaction:
                 conn.execute("COMMIT")
 
-    def _row_count(self) -> int:
-        """The number of rows as FTS5 itself counts them for ``bm25()`` (the first varint of
-        its averages record), so the informative-term test below agrees with SQLite."""
-        row = self.db.execute(f"SELECT block FROM {FTS_TABLE}_data WHERE id = 1").fetchone()
-        if row is None or not row[0]:
-            return 0
-        return _varint(bytes(row[0]))
-
-    def _frequencies(self, tokens: Sequence[str]) -> dict[str, int]:
-        """Rows containing each distinct token (tokens absent from the index are left out)."""
+    def _statistics(self, tokens: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """The number of rows and the rows containing each distinct token (tokens absent from
+        the index are left out), in one statement. The row count is the one ``bm25()`` uses:
+        the first varint of FTS5's averages record."""
         distinct = list(dict.fromkeys(tokens))
         frequency: dict[str, int] = {}
-        for chunk in _chunks(distinct):
-            marks = ", ".join("?" for _ in chunk)
-            sql = f"SELECT term, doc FROM {VOCAB_TABLE} WHERE term IN ({marks})"
-            frequency.update(self.db.execute(sql, list(chunk)).fetchall())
-        return frequency
+        rows = 0
+        for start in range(0, max(len(distinct), 1), _CHUNK):
+            chunk = distinct[start : start + _CHUNK]
+            marks = ", ".join("?" for _ in chunk) or "NULL"
+            sql = (
+                f"SELECT term, doc FROM {VOCAB_TABLE} WHERE term IN ({marks}) UNION ALL "
+                f"SELECT NULL, block FROM {FTS_TABLE}_data WHERE id = 1"
+            )
+            for term, value in self.db.execute(sql, chunk):
+                if term is None:
+                    rows = _varint(bytes(value)) if value else 0
+                else:
+                    frequency[term] = value
+        return rows, frequency
 
     def search(self, query: ParsedQuery, k: int) -> list[Hit]:
         """The best ``k`` tools by ``-bm25()``, best first, ties in pool order.
@@ -429,27 +439,22 @@ class FTS5Backend(BaseBackend):
             return []
         try:
             with self._snapshot():
-                frequency = self._frequencies(tokens)
-                rows = self._row_count()
+                rows, frequency = self._statistics(tokens)
                 known = [token for token in tokens if token in frequency]
                 informative = [token for token in known if 2 * frequency[token] < rows]
                 tokens = informative or known
                 if not tokens:
                     return []
                 scored = self._top_rows(tokens, frequency, rows, k)
-                names = self._names([rowid for rowid, _ in scored])
         except sqlite3.Error as exc:
             raise BackendError(f"fts5: search failed on {self._where()}: {exc}") from exc
-        ranked = sorted(
-            ((score, *names[rowid]) for rowid, score in scored if score > 0 and rowid in names),
-            key=lambda row: (-row[0], row[1], row[2]),
-        )
-        return [Hit(name, float(score)) for score, _, name in ranked[:k]]
+        scored.sort(key=lambda row: (-row[0], row[1], row[2]))
+        return [Hit(name, float(score)) for score, _, name in scored[:k] if score > 0]
 
     def _top_rows(
         self, tokens: Sequence[str], frequency: Mapping[str, int], rows: int, k: int
-    ) -> list[tuple[int, float]]:
-        """(rowid, score) of the best ``k`` rows for ``tokens`` and every row tied with the
+    ) -> list[_Row]:
+        """(score, mcp, name) of the best ``k`` rows for ``tokens`` and every row tied with the
         ``k``-th: exactly what ranking all matching rows gives, usually for far less.
 
         ``bm25()`` costs about a microsecond per matching row, and a word such as "get" or
@@ -460,6 +465,7 @@ class FTS5Backend(BaseBackend):
         common tokens only scores below ``sum(idf(t)) * (k1 + 1)`` over them, since BM25's
         term-frequency part stays below ``k1 + 1``; when the ``k``-th best candidate beats
         that bound no other row can reach the top ``k``. Otherwise every matching row is scored.
+        Small catalogues skip the split: there, the extra statements cost more than they save.
         """
         counts = dict(Counter(tokens))
         common = [t for t in counts if frequency[t] * _COMMON_SHARE > rows]
@@ -468,37 +474,27 @@ class FTS5Backend(BaseBackend):
         # bm25() adds the same numbers in the same order and scores agree to the last bit.
         rare_expr = match_expression(t for t in rare for _ in range(counts[t]))
         common_expr = match_expression(t for t in common for _ in range(counts[t]))
-        if common and rare:
+        if rare and sum(frequency[t] for t in common) >= _PRUNE_MIN_HITS:
             found = self._ranked_rows(f"({rare_expr}) AND ({common_expr})", k)
             found += self._ranked_rows(f"({rare_expr}) NOT ({common_expr})", k)
-            found.sort(key=lambda row: -row[1])
+            found.sort(key=lambda row: -row[0])
             bound = sum(counts[t] * _fts5_idf(rows, frequency[t]) for t in common) * (_K1 + 1)
-            if len(found) >= k and found[k - 1][1] > bound * (1 + 1e-9):
+            if len(found) >= k and found[k - 1][0] > bound * (1 + 1e-9):
                 return found
         return self._ranked_rows(" OR ".join(e for e in (rare_expr, common_expr) if e), k)
 
-    def _ranked_rows(self, expression: str, k: int) -> list[tuple[int, float]]:
-        """(rowid, score) of the best ``k`` rows matching ``expression`` and of every row
+    def _ranked_rows(self, expression: str, k: int) -> list[_Row]:
+        """(score, mcp, name) of the best ``k`` rows matching ``expression`` and of every row
         tied with the ``k``-th, so pool order can break the tie."""
         limit = k + _TIE_SLACK
-        found: list[tuple[int, float]] = self.db.execute(
-            _SEARCH, (*self._weights, expression, limit)
-        ).fetchall()
-        if len(found) == limit and found[-1][1] == found[k - 1][1]:
-            # The tie on the k-th score may go on past the fetched rows: fetch all of it.
-            found = self.db.execute(
-                _SEARCH_AT_LEAST, (*self._weights, expression, found[k - 1][1])
-            ).fetchall()
-        return found
-
-    def _names(self, rowids: Sequence[int]) -> dict[int, tuple[int, str]]:
-        """Pool-order key ``(mcp, tool_name)`` of each row id."""
-        found: dict[int, tuple[int, str]] = {}
-        for start in range(0, len(rowids), _CHUNK):
-            chunk = rowids[start : start + _CHUNK]
-            marks = ", ".join("?" for _ in chunk)
-            sql = f"SELECT id, mcp, tool_name FROM {TABLE} WHERE id IN ({marks})"
-            found.update((rowid, (mcp, name)) for rowid, mcp, name in self.db.execute(sql, chunk))
+        found: list[_Row] = self.db.execute(_SEARCH, (*self._weights, expression, limit)).fetchall()
+        if len(found) == limit:
+            found.sort(key=lambda row: -row[0])
+            if found[-1][0] == found[k - 1][0]:
+                # The tie on the k-th score may go on past the fetched rows: fetch all of it.
+                found = self.db.execute(
+                    _SEARCH_AT_LEAST, (*self._weights, expression, found[k - 1][0])
+                ).fetchall()
         return found
 
     def params(self) -> dict[str, object]:

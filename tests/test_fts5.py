@@ -158,7 +158,7 @@ def test_ties_keep_pool_order_past_the_fetched_rows() -> None:
 
 def test_pruned_ranking_equals_scoring_every_row(monkeypatch: pytest.MonkeyPatch) -> None:
     base = pool_order(load_catalog(STARTER))
-    tools = pool_order(scale_catalog(base, 1500, seed=1))
+    tools = pool_order(scale_catalog(base, 3000, seed=1))
     backend = FTS5Backend()
     backend.index(tools)
     queries = [
@@ -169,7 +169,16 @@ def test_pruned_ranking_equals_scoring_every_row(monkeypatch: pytest.MonkeyPatch
         "read",
         "search the web for news about the weather",
     ]
+    expressions: list[str] = []
+    ranked_rows = backend._ranked_rows
+
+    def spy(expression: str, k: int) -> list[tuple[float, int, str]]:
+        expressions.append(expression)
+        return ranked_rows(expression, k)
+
+    backend._ranked_rows = spy  # type: ignore[method-assign]
     pruned = {(q, k): backend.search(parse_query(q), k) for q in queries for k in (1, 5, 30)}
+    assert any(") NOT (" in e for e in expressions)  # the split path did run
     monkeypatch.setattr(fts5, "_COMMON_SHARE", 0)  # no token is common: score every row
     for q in queries:
         for k in (1, 5, 30):
