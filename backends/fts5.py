@@ -29,7 +29,16 @@ compare hashes and touch only the rows that changed, each call in one ``BEGIN IM
 transaction, so a reader sees the index before or after a change, never half of it, and a writer
 killed mid-update leaves the last committed index behind. File databases use WAL mode (readers
 do not block the writer or each other) and a busy timeout (a second writer waits instead of
-failing); several processes can search one file while one updates it.
+failing); several processes can search one file while one updates it. ``index`` makes the
+file hold exactly the tools it is given, so one database file serves one catalogue.
+
+Speed: every search first reads, in the same read transaction, the row count and each query
+token's document frequency (from an ``fts5vocab`` table). Tokens absent from the index are
+dropped, and so are tokens in half the rows or more when another token is left (SQLite gives
+them idf 1e-6; they would only make nearly every row match). ``bm25()`` then costs about a
+microsecond per matching row, so a query whose common words match thousands of rows is split
+MaxScore-style (see :meth:`FTS5Backend._top_rows`) to score only rows that match a rarer word,
+with a bound that proves the top ``k`` unchanged.
 """
 
 from __future__ import annotations
@@ -129,9 +138,10 @@ _SEARCH_AT_LEAST = f"""
     ) AS r JOIN {TABLE} AS t ON t.id = r.rowid WHERE r.score >= ?
 """
 # Rows fetched beyond k, so that a tie on the k-th score rarely needs a second query.
-_TIE_SLACK = 16
-# A token in more than 1/_COMMON_SHARE of the rows is "common" (see FTS5Backend._top_rows),
-# and the split is worth its extra statements once the common tokens match this many rows.
+_TIE_SLACK = 64
+# The MaxScore split (see FTS5Backend._top_rows): tokens in more than 1/_COMMON_SHARE of the
+# rows are common; the split is worth its extra statements once they match this many rows.
+_SPLIT = True
 _COMMON_SHARE = 16
 _PRUNE_MIN_HITS = 1000
 # SQLite's bm25() constant k1 (fts5_aux.c).
@@ -458,30 +468,39 @@ class FTS5Backend(BaseBackend):
         ``k``-th: exactly what ranking all matching rows gives, usually for far less.
 
         ``bm25()`` costs about a microsecond per matching row, and a word such as "get" or
-        "list" matches a good part of any catalogue. So, MaxScore-style, the query is split into
-        its *common* tokens (in more than 1/16 of the rows) and the rest, and first only rows
-        matching a rare token are scored (as ``rare AND common`` plus ``rare NOT common``: each
-        phrase appears once in each, so every score is the whole query's). A row matching
-        common tokens only scores below ``sum(idf(t)) * (k1 + 1)`` over them, since BM25's
-        term-frequency part stays below ``k1 + 1``; when the ``k``-th best candidate beats
-        that bound no other row can reach the top ``k``. Otherwise every matching row is scored.
-        Small catalogues skip the split: there, the extra statements cost more than they save.
+        "list" matches a good part of any catalogue. So, MaxScore-style, the query's distinct
+        tokens are ordered rarest first and split into a *rare* head and a *common* tail, and
+        first only rows matching a rare token are scored (as ``rare AND common`` plus
+        ``rare NOT common``: each phrase appears once in each, so every score is the whole
+        query's). A row matching common tokens only scores below ``sum(idf(t)) * (k1 + 1)``
+        over them, since BM25's term-frequency part stays below ``k1 + 1``; when the ``k``-th
+        best candidate beats that bound no other row can reach the top ``k``; otherwise every
+        matching row is scored. The head is the tokens in at most 1/16 of the rows (or the
+        rarest token when all or none are); the split is not tried when the tail matches few
+        rows or fewer than the head: there the extra statements cost more than they save.
         """
         counts = dict(Counter(tokens))
-        common = [t for t in counts if frequency[t] * _COMMON_SHARE > rows]
-        rare = [t for t in counts if t not in common]
-        # Phrases in one fixed order (rare, then common, repeats together) on every path, so
-        # bm25() adds the same numbers in the same order and scores agree to the last bit.
-        rare_expr = match_expression(t for t in rare for _ in range(counts[t]))
-        common_expr = match_expression(t for t in common for _ in range(counts[t]))
-        if rare and sum(frequency[t] for t in common) >= _PRUNE_MIN_HITS:
+        # One fixed phrase order (rarest first, repeats together) on every path, so bm25()
+        # adds the same numbers in the same order and scores agree to the last bit.
+        order = sorted(counts, key=lambda t: (frequency[t], t))
+        phrases = [match_expression([t] * counts[t]) for t in order]
+        # The head: the tokens in at most 1/16 of the rows, or else the rarest token alone.
+        cut = sum(1 for t in order if frequency[t] * _COMMON_SHARE <= rows)
+        if not 0 < cut < len(order):
+            cut = 1
+        head_hits = sum(frequency[t] for t in order[:cut])
+        tail_hits = sum(frequency[t] for t in order[cut:])
+        if _SPLIT and cut < len(order) and tail_hits >= _PRUNE_MIN_HITS and head_hits <= tail_hits:
+            common = order[cut:]
+            rare_expr = " OR ".join(phrases[:cut])
+            common_expr = " OR ".join(phrases[cut:])
             found = self._ranked_rows(f"({rare_expr}) AND ({common_expr})", k)
             found += self._ranked_rows(f"({rare_expr}) NOT ({common_expr})", k)
             found.sort(key=lambda row: -row[0])
             bound = sum(counts[t] * _fts5_idf(rows, frequency[t]) for t in common) * (_K1 + 1)
             if len(found) >= k and found[k - 1][0] > bound * (1 + 1e-9):
                 return found
-        return self._ranked_rows(" OR ".join(e for e in (rare_expr, common_expr) if e), k)
+        return self._ranked_rows(" OR ".join(phrases), k)
 
     def _ranked_rows(self, expression: str, k: int) -> list[_Row]:
         """(score, mcp, name) of the best ``k`` rows matching ``expression`` and of every row
