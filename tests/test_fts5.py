@@ -145,15 +145,17 @@ def test_cjk_without_spaces() -> None:
 
 
 def test_ties_keep_pool_order_past_the_fetched_rows() -> None:
-    # 40 tools tie exactly: more than the rows fetched beyond k, so the tie is fetched whole.
-    tools = [Tool(f"mcp__s{i:02d}__probe", "Checks the status.") for i in range(40)]
+    # More tools tie than the rows fetched beyond k, so the tie is fetched whole.
+    tied = fts5._TIE_SLACK + 40
+    tools = [Tool(f"mcp__s{i:03d}__probe", "Checks the status.") for i in range(tied)]
     tools += [Tool("probe_status", "Checks the status.", should_defer=True)]
-    tools += [Tool(f"mcp__other__t{i}", "Unrelated.") for i in range(40)]
+    tools += [Tool(f"mcp__other__t{i}", "Unrelated.") for i in range(tied)]
     backend = FTS5Backend(field_weights={"server": 0, "name": 0})
     backend.index(list(reversed(tools)))
     hits = backend.search(parse_query("status"), 5)
-    assert [h.name for h in hits] == ["probe_status", *(f"mcp__s{i:02d}__probe" for i in range(4))]
+    assert [h.name for h in hits] == ["probe_status", *(f"mcp__s{i:03d}__probe" for i in range(4))]
     assert len({h.score for h in hits}) == 1
+    assert len(backend.search(parse_query("status"), 1000)) == tied + 1
 
 
 def test_pruned_ranking_equals_scoring_every_row(monkeypatch: pytest.MonkeyPatch) -> None:
