@@ -19,6 +19,7 @@ handful of dictionary look-ups rather than a regex per tool per term.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -92,8 +93,8 @@ class KeywordBackend(BaseBackend):
             for i, score in scores.items()
             if score > 0 and (candidates is None or i in candidates)
         ]
-        ranked.sort(key=lambda pair: (-pair[0], pair[1]))
-        return [Hit(self._ordered[i].name, float(score)) for score, i in ranked[:k]]
+        best = heapq.nsmallest(k, ranked, key=lambda pair: (-pair[0], pair[1]))
+        return [Hit(self._ordered[i].name, float(score)) for score, i in best]
 
     def params(self) -> dict[str, object]:
         return {"weights": "12/10, 6/5, 3, 4, 2"}

@@ -92,14 +92,11 @@ class TermIndex:
             ):
                 self._irregular_full.append(tool_id)
         self._vocabulary = tuple(self._part_ids)
+        self._description_blob, self._description_starts = _joined(self.descriptions, "\x00")
+        self._hint_blob, self._hint_starts = _joined(self.hints, "\x00")
         # All parts in one newline-separated string: a substring search is then a few
         # str.find calls in C instead of a Python loop over the vocabulary.
-        self._blob = "\n".join(self._vocabulary)
-        self._starts: list[int] = []
-        offset = 0
-        for part in self._vocabulary:
-            self._starts.append(offset)
-            offset += len(part) + 1
+        self._blob, self._starts = _joined(self._vocabulary, "\n")
 
     def exact_part(self, term: str) -> Sequence[int]:
         """Ids of tools with a name part equal to ``term``."""
@@ -108,19 +105,8 @@ class TermIndex:
     def substring_part(self, term: str) -> set[int]:
         """Ids of tools with a name part containing ``term`` (equal parts included)."""
         found: set[int] = set()
-        if not term or "\n" in term:
-            return found
-        blob, starts, vocabulary = self._blob, self._starts, self._vocabulary
-        position = blob.find(term)
-        while position != -1:
-            index = bisect_right(starts, position) - 1
-            part = vocabulary[index]
-            if position + len(term) <= starts[index] + len(part):
-                found.update(self._part_ids[part])
-            following = index + 1
-            if following >= len(starts):
-                break
-            position = blob.find(term, starts[following])
+        for index in _occurrences(self._blob, self._starts, term, "\n"):
+            found.update(self._part_ids[self._vocabulary[index]])
         return found
 
     def full_contains(self, term: str, tool_id: int) -> bool:
@@ -134,19 +120,30 @@ class TermIndex:
 
     def description_word(self, term: str) -> Iterable[int]:
         """Ids of tools whose lower-cased description matches ``term`` as a whole word."""
-        return self._whole_word(term, self._description_words, self.descriptions)
+        return self._whole_word(
+            term, self._description_words, self.descriptions,
+            self._description_blob, self._description_starts,
+        )  # fmt: skip
 
     def hint_word(self, term: str) -> Iterable[int]:
         """Ids of tools with a non-empty search hint matching ``term`` as a whole word."""
-        return self._whole_word(term, self._hint_words, self.hints)
+        return self._whole_word(
+            term, self._hint_words, self.hints, self._hint_blob, self._hint_starts
+        )
 
     def _whole_word(
-        self, term: str, words: dict[str, list[int]], texts: Sequence[str]
+        self,
+        term: str,
+        words: dict[str, list[int]],
+        texts: Sequence[str],
+        blob: str,
+        starts: list[int],
     ) -> Iterable[int]:
         if _is_word(term):
             return words.get(term, ())
         pattern = whole_word_pattern(term)
-        return [i for i, text in enumerate(texts) if text and pattern.search(text)]
+        # Only texts that contain the term literally can match it as a whole word.
+        return [i for i in _occurrences(blob, starts, term, "\x00") if pattern.search(texts[i])]
 
     def required_filter(self, required: Sequence[str]) -> set[int]:
         """Ids of tools where every required term is in (or equals) a name part, or matches
@@ -160,6 +157,34 @@ class TermIndex:
             if not keep:
                 return set()
         return keep if keep is not None else set(range(self.size))
+
+
+def _joined(texts: Sequence[str], separator: str) -> tuple[str, list[int]]:
+    """``texts`` joined by ``separator``, and where each text starts in the result."""
+    starts: list[int] = []
+    offset = 0
+    for text in texts:
+        starts.append(offset)
+        offset += len(text) + 1
+    return separator.join(texts), starts
+
+
+def _occurrences(blob: str, starts: list[int], term: str, separator: str) -> list[int]:
+    """Indexes of the texts joined in ``blob`` that contain ``term``, ascending, each once."""
+    if not term:
+        return list(range(len(starts)))
+    if separator in term:
+        pieces = blob.split(separator) if blob or starts else []
+        return [i for i, text in enumerate(pieces) if term in text]
+    found: list[int] = []
+    position = blob.find(term)
+    while position != -1:
+        index = bisect_right(starts, position) - 1
+        found.append(index)
+        if index + 1 >= len(starts):
+            break
+        position = blob.find(term, starts[index + 1])
+    return found
 
 
 def _is_word_free_of_space(part: str) -> bool:
