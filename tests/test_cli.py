@@ -56,7 +56,10 @@ def test_errors_are_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> N
     assert "unknown backend 'bm52'; available:" in err and "Traceback" not in err
     assert main(["search", "x", "--catalog", "/no/such/file.jsonl"]) == 2
     assert "cannot read file" in capsys.readouterr().err
-    assert main(["search", "x", "--catalog", STARTER, "--max-results", "0"]) == 2
+    assert (
+        main(["search", "x", "--catalog", STARTER, "--backend", "keyword", "--max-results", "0"])
+        == 2
+    )
     assert "max_results must be between 1 and" in capsys.readouterr().err
 
 

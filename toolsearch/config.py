@@ -53,7 +53,9 @@ __all__ = [
 ]
 
 #: Backends in the order benchmarks ranked them; the first installed one is the default.
-DEFAULT_BACKEND_PREFERENCE: tuple[str, ...] = ("keyword",)
+#: ``toolsearch bench`` on mcp-workbench and BFCL ranks hybrid (bm25 + embedding) first by
+#: ndcg@10 and recall@5, and bm25 first among backends without a model (README, Results).
+DEFAULT_BACKEND_PREFERENCE: tuple[str, ...] = ("hybrid", "bm25", "keyword")
 
 ENV_BACKEND = "TOOLSEARCH_BACKEND"
 ENV_BACKEND_OPTIONS = "TOOLSEARCH_BACKEND_OPTIONS"
