@@ -245,18 +245,16 @@ def measure(name: str, size: int, *, rounds: int = 3) -> dict[str, Any]:
     layered_kw = _latencies(through_toolsearch, keyword, rounds)
     direct_kw = _latencies(direct, keyword, rounds)
     layered_nl = _latencies(through_toolsearch, natural, 1) if natural else []
-    # The layer ratio from interleaved calls, so both sides see the same machine load; over the
-    # queries without +required terms, whose filter the direct call does not apply.
+    # The layer ratio from interleaved calls, so both sides see the same machine load, taking
+    # turns at going first (the first call of a query meets colder caches); over the queries
+    # without +required terms, whose filter the direct call does not apply.
     layer, plain = [], []
-    for _ in range(rounds):
+    for turn in range(2 * rounds):
         for text in [q for q in keyword if "+" not in q]:
-            t0 = time.perf_counter()
-            through_toolsearch(text)
-            t1 = time.perf_counter()
-            direct(text)
-            t2 = time.perf_counter()
-            layer.append(t1 - t0)
-            plain.append(t2 - t1)
+            for first in (True, False) if turn % 2 else (False, True):
+                start = time.perf_counter()
+                (through_toolsearch if first else direct)(text)
+                (layer if first else plain).append(time.perf_counter() - start)
 
     reindex: list[float] = []
     after: list[float] = []
