@@ -79,7 +79,13 @@ TEXT_FIELDS: tuple[str, ...] = (
 )
 
 #: The fields embedded by default (chosen by ``benchmarks/tune_hybrid.py``).
-DEFAULT_FIELDS: tuple[str, ...] = ("name", "hint", "description")
+DEFAULT_FIELDS: tuple[str, ...] = (
+    "name",
+    "hint",
+    "description",
+    "params",
+    "param_descriptions",
+)
 
 # Encoding more texts than this shows a progress bar (when stderr is a terminal).
 _PROGRESS_MIN_TEXTS = 256

@@ -30,9 +30,9 @@ from toolsearch.tool import Tool, pool_sort_key
 __all__ = ["DEFAULT_DEPTH", "DEFAULT_K", "DEFAULT_MEMBERS", "HybridBackend", "rrf_fuse"]
 
 #: Members and weights used when none are configured (measured, see the module docstring).
-DEFAULT_MEMBERS: Mapping[str, float] = {"bm25": 1.0, "embedding": 1.0}
+DEFAULT_MEMBERS: Mapping[str, float] = {"embedding": 1.0, "fts5": 0.5}
 #: The RRF constant used when none is configured.
-DEFAULT_K = 60
+DEFAULT_K = 5
 #: How many hits each member contributes when ``depth`` is not configured.
 DEFAULT_DEPTH = 50
 
@@ -118,8 +118,8 @@ class HybridBackend(BaseBackend):
     name: ClassVar[str] = "hybrid"
     incremental = _AllMembersIncremental()
     persistent: ClassVar[bool] = False
-    extra: ClassVar[str | None] = "bm25,embedding"
-    requires: ClassVar[tuple[str, ...]] = ("rank_bm25", "numpy", "sentence_transformers")
+    extra: ClassVar[str | None] = "embedding,fts5"
+    requires: ClassVar[tuple[str, ...]] = ("sqlite_utils", "numpy", "sentence_transformers")
 
     def __init__(
         self,

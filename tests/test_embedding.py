@@ -299,9 +299,15 @@ def test_tool_text_fields() -> None:
     assert tool_text(tool, ("description",)) == "Open a pull request."
     assert tool_text(tool, ("params",)) == "parameters: repo name, base branch"
     assert tool_text(tool, ("param_descriptions",)) == "Owner/name."
-    assert tool_text(tool) == "github create pull request. open a PR. Open a pull request."
+    assert tool_text(tool, ("name", "hint", "description")) == (
+        "github create pull request. open a PR. Open a pull request."
+    )
+    assert tool_text(tool) == (
+        "github create pull request. open a PR. Open a pull request.. "
+        "parameters: repo name, base branch. Owner/name."
+    )
     assert tool_text(Tool("ChaDri.change_drink"), ("name", "hint")) == "cha dri change drink"
-    assert DEFAULT_FIELDS == ("name", "hint", "description")
+    assert DEFAULT_FIELDS == ("name", "hint", "description", "params", "param_descriptions")
 
 
 def test_bad_options_are_clear_errors(tmp_path: Path) -> None:
