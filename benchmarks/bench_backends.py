@@ -119,7 +119,8 @@ def datasets_used() -> list[dict[str, str]]:
     folders = list(base_folders())
     if shared is not None:
         folders += [shared / n for n in QUERY_SETS if (shared / n / "queries.jsonl").is_file()]
-    return [{"name": f.name, "sha256": load_dataset(f).sha256()} for f in folders]
+    unique = list(dict.fromkeys(folders))
+    return [{"name": f.name, "sha256": load_dataset(f).sha256()} for f in unique]
 
 
 # ----------------------------------------------------------------------------- backends
