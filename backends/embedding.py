@@ -159,7 +159,19 @@ def tool_text(tool: Tool, fields: Sequence[str] = DEFAULT_FIELDS) -> str:
             pieces.append(" ".join(t for t in texts if t))
         else:
             raise ConfigError(f"unknown embedding text field {field!r}; choose from {TEXT_FIELDS}")
-    return ". ".join(piece for piece in pieces if piece.strip())
+    return _sentences(piece.strip() for piece in pieces)
+
+
+def _sentences(pieces: Iterable[str]) -> str:
+    """Non-empty pieces as sentences: a full stop is added only where one is missing."""
+    out = ""
+    for piece in pieces:
+        if not piece:
+            continue
+        if out:
+            out += " " if out[-1] in ".!?;:" else ". "
+        out += piece
+    return out
 
 
 def _check_fields(fields: Iterable[str]) -> tuple[str, ...]:

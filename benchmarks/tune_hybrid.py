@@ -443,6 +443,8 @@ def main(argv: Iterable[str] | None = None) -> int:
                     config = Config(dict(weights), k)
                     config.scores = scores_of(fused_runs(config, dev_ids), ("dev",), fast=True)
                     fusions.append(config)
+                    if len(fusions) % 250 == 0:
+                        log(f"  {len(fusions)} fusions scored")
     log(f"{len(fusions)} fusion configurations evaluated on the dev samples")
     chosen = choose(fusions, args.tolerance) if fusions else None
     top_fusions = sorted(fusions, key=lambda c: -c.dev_score())[:15]

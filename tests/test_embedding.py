@@ -303,10 +303,13 @@ def test_tool_text_fields() -> None:
         "github create pull request. open a PR. Open a pull request."
     )
     assert tool_text(tool) == (
-        "github create pull request. open a PR. Open a pull request.. "
+        "github create pull request. open a PR. Open a pull request. "
         "parameters: repo name, base branch. Owner/name."
     )
     assert tool_text(Tool("ChaDri.change_drink"), ("name", "hint")) == "cha dri change drink"
+    assert tool_text(Tool("Ask", "Ask the user?", search_hint="ask a question")) == (
+        "ask. ask a question. Ask the user?"
+    )
     assert DEFAULT_FIELDS == ("name", "hint", "description", "params", "param_descriptions")
 
 
