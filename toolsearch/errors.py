@@ -4,7 +4,8 @@ Every error the library raises on bad input derives from one root, so callers ca
 ``ToolSearchError`` and show its message::
 
     ToolSearchError
-     ├── CatalogError          a tool catalogue or dataset file is unreadable or invalid
+     ├── LocatedError          an input file is invalid at a path, line and field
+     │    └── CatalogError     a tool catalogue or dataset file is unreadable or invalid
      ├── QueryError            a ToolSearch call has invalid arguments (e.g. max_results)
      ├── ConfigError           a configuration file or environment variable is invalid
      └── BackendError          a search backend cannot be found, loaded or used
@@ -23,6 +24,7 @@ __all__ = [
     "BackendError",
     "CatalogError",
     "ConfigError",
+    "LocatedError",
     "MissingExtraError",
     "QueryError",
     "ToolSearchError",
@@ -34,11 +36,9 @@ class ToolSearchError(Exception):
     """Root of every error toolsearch raises on bad input or configuration."""
 
 
-class CatalogError(ToolSearchError, ValueError):
-    """A catalogue or dataset file could not be loaded.
-
-    ``path``, ``line`` and ``field`` locate the problem; the message names all three.
-    """
+class LocatedError(ToolSearchError):
+    """An error about one place in an input file: ``path``, ``line`` and ``field`` locate it,
+    and the message names each of them that is known."""
 
     def __init__(
         self,
@@ -59,6 +59,10 @@ class CatalogError(ToolSearchError, ValueError):
         if field is not None:
             where.append(f"field '{field}'")
         super().__init__(f"{', '.join(where)}: {message}" if where else message)
+
+
+class CatalogError(LocatedError, ValueError):
+    """A catalogue or dataset file could not be loaded."""
 
 
 class QueryError(ToolSearchError, ValueError):
