@@ -13,6 +13,7 @@ class must be constructible with keyword options and satisfy :class:`SearchBacke
 from __future__ import annotations
 
 import importlib.util
+import re
 from dataclasses import dataclass
 from functools import cache
 from importlib.metadata import EntryPoint, entry_points
@@ -88,8 +89,17 @@ def backend_info(name: str) -> BackendInfo:
         missing=missing,
         incremental=bool(getattr(cls, "incremental", False)),
         persistent=bool(getattr(cls, "persistent", False)),
-        summary=doc[0] if doc else "",
+        summary=_plain_text(doc[0]) if doc else "",
     )
+
+
+_RST_LITERAL = re.compile(r"``([^`]+)``")
+_RST_ROLE = re.compile(r":[a-z]+:`~?([^`]+)`")
+
+
+def _plain_text(docstring_line: str) -> str:
+    """A docstring line as a reader sees it: ``literals`` and :role:`targets` unwrapped."""
+    return _RST_ROLE.sub(r"\1", _RST_LITERAL.sub(r"\1", docstring_line))
 
 
 def load_backend(name: str, **options: Any) -> SearchBackend:

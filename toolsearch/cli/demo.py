@@ -17,7 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from toolsearch.cli._output import console, print_json
-from toolsearch.cli.request import add_scope_arguments, build_settings, load_scope
+from toolsearch.cli._scope import (
+    MODE_VALUES,
+    add_scope_arguments,
+    build_settings,
+    catalogue_as_deferred,
+    load_scope,
+    mode_value,
+)
 
 __all__ = ["DEFAULT_TASKS", "default_catalog", "example_arguments", "register", "run_demo"]
 
@@ -95,7 +102,11 @@ def register(subparsers: Any) -> None:
         metavar="QUERY",
         help="a ToolSearch query for one scripted task (repeatable; default: four tasks)",
     )
-    parser.add_argument("--mode", help="ENABLE_TOOL_SEARCH value (default: config/environment)")
+    parser.add_argument(
+        "--mode",
+        type=mode_value,
+        help=f"ENABLE_TOOL_SEARCH value: {', '.join(MODE_VALUES)} (default: config/environment)",
+    )
     parser.add_argument("--context-window", type=int, help="context window for auto mode")
     parser.add_argument("--tokenizer", help="tokenizer.json to count tokens exactly")
     parser.add_argument(
@@ -141,7 +152,6 @@ def run_demo(args: argparse.Namespace) -> dict[str, Any]:
     )
     from toolsearch.agent.state import referenced_names
     from toolsearch.catalog import load_catalog
-    from toolsearch.cli.search import catalogue_as_deferred
     from toolsearch.tokens import tool_tokens
 
     catalog = Path(args.catalog) if args.catalog else default_catalog()
