@@ -10,7 +10,7 @@ Every error the library raises on bad input derives from one root, so callers ca
      ├── ConfigError           a configuration file or environment variable is invalid
      └── BackendError          a search backend cannot be found, loaded or used
           ├── UnknownBackendError   no backend is registered under that name
-          └── MissingExtraError     the backend's optional dependencies are not installed
+          └── MissingExtraError     a backend's or feature's optional dependencies are missing
 
 Messages carry the offending value and, where there is one, the next step.
 """
@@ -88,14 +88,17 @@ class UnknownBackendError(BackendError, LookupError):
 
 
 class MissingExtraError(BackendError, ImportError):
-    """A backend's optional dependencies are missing; the message has the install line."""
+    """A feature's optional dependencies are missing; the message has the install line.
 
-    def __init__(self, backend: str, extra: str, missing: Sequence[str]) -> None:
-        self.backend = backend
+    ``feature`` says in words what needs them (``"backend 'bm25'"``, ``"bench"``,
+    ``"tokenizer counter"``); it starts the message as given.
+    """
+
+    def __init__(self, feature: str, extra: str, missing: Sequence[str]) -> None:
+        self.feature = feature
         self.extra = extra
         self.missing = list(missing)
         self.install_command = f"pip install 'toolsearch[{extra}]'"
         super().__init__(
-            f"backend {backend!r} needs {', '.join(self.missing)}; "
-            f"install it with: {self.install_command}"
+            f"{feature} needs {', '.join(self.missing)}; install it with: {self.install_command}"
         )
