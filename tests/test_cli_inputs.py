@@ -82,3 +82,26 @@ def test_cli_modules_do_not_import_each_other_in_a_circle() -> None:
         }
         others = {f"toolsearch.cli.{other}" for other in commands - {name}}
         assert not imported & others, f"cli/{name}.py imports {imported & others}"
+
+
+def test_demo_runs_on_the_bundled_workbench_from_any_directory(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["demo", "--backend", "keyword", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert Path(data["catalog"]).name == "mcp-workbench"
+    assert data["pool"]["deferred"] == 495
+    assert data["totals"]["saving_percent"] > 50
+
+
+def test_readme_library_example_runs_from_any_directory(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Library example", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TOOLSEARCH_BACKEND", "keyword")
+    exec(compile(code, "README.md", "exec"), {})
+    assert "mcp__slack__send_message 42.0 ranked" in capsys.readouterr().out
