@@ -1,6 +1,6 @@
 """The ToolSearch engine: fixed query dispatch over a tool pool, with a pluggable ranker.
 
-Dispatch order (SPEC §2), identical for every backend:
+Dispatch order (docs/reference-behaviour.md §2), identical for every backend:
 
 1. ``select:a,b`` — exact, case-sensitive names (aliases too), deferred tools first;
 2. exact name — the lower-cased query equals a tool's lower-cased name;

@@ -1,5 +1,5 @@
 """Whether tool search is on for a request: ``ENABLE_TOOL_SEARCH``, the kill switch, the auto
-threshold and the gates (SPEC §4).
+threshold and the gates (docs/reference-behaviour.md §4).
 
 ``ENABLE_TOOL_SEARCH`` (case and surrounding space ignored):
 
