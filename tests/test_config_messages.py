@@ -79,3 +79,13 @@ def test_missing_bench_extra_is_not_called_a_backend(monkeypatch: pytest.MonkeyP
     with pytest.raises(MissingExtraError) as info:
         import_ranx()
     assert str(info.value) == ("bench needs ranx; install it with: pip install 'toolsearch[bench]'")
+
+
+def test_mcp_config_errors_use_the_located_error_base() -> None:
+    from toolsearch.errors import LocatedError
+    from toolsearch.mcp.config import McpConfigError
+
+    error = McpConfigError("must be a list", path="mcp.json", server="notes", field="args")
+    assert isinstance(error, LocatedError) and isinstance(error, ConfigError)
+    assert str(error) == "mcp.json, server 'notes', field 'args': must be a list"
+    assert (error.path, error.server, error.field) == ("mcp.json", "notes", "args")

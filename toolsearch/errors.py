@@ -5,7 +5,8 @@ Every error the library raises on bad input derives from one root, so callers ca
 
     ToolSearchError
      ├── LocatedError          an input file is invalid at a path, line and field
-     │    └── CatalogError     a tool catalogue or dataset file is unreadable or invalid
+     │    ├── CatalogError     a tool catalogue or dataset file is unreadable or invalid
+     │    └── McpConfigError   an MCP server config (toolsearch.mcp.config; also a ConfigError)
      ├── QueryError            a ToolSearch call has invalid arguments (e.g. max_results)
      ├── ConfigError           a configuration file or environment variable is invalid
      └── BackendError          a search backend cannot be found, loaded or used
@@ -37,8 +38,9 @@ class ToolSearchError(Exception):
 
 
 class LocatedError(ToolSearchError):
-    """An error about one place in an input file: ``path``, ``line`` and ``field`` locate it,
-    and the message names each of them that is known."""
+    """An error about one place in an input file: ``path``, ``line``, ``entry`` (a named entry
+    of the file, e.g. ``server 'notes'``) and ``field`` locate it, and the message names each
+    of them that is known."""
 
     def __init__(
         self,
@@ -47,15 +49,19 @@ class LocatedError(ToolSearchError):
         path: str | Path | None = None,
         line: int | None = None,
         field: str | None = None,
+        entry: str | None = None,
     ) -> None:
         self.path = str(path) if path is not None else None
         self.line = line
         self.field = field
+        self.entry = entry
         where = []
         if self.path is not None:
             where.append(self.path)
         if line is not None:
             where.append(f"line {line}")
+        if entry is not None:
+            where.append(entry)
         if field is not None:
             where.append(f"field '{field}'")
         super().__init__(f"{', '.join(where)}: {message}" if where else message)
