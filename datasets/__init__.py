@@ -4,20 +4,33 @@ development sets that live outside it (``../shared/datasets`` beside a checkout)
 from __future__ import annotations
 
 import os
+from importlib.resources import files
 from pathlib import Path
 
-__all__ = ["BUNDLED_DIR", "bundled_datasets", "shared_datasets_dir"]
+__all__ = ["BUNDLED_DIR", "bundled_dataset", "bundled_datasets", "shared_datasets_dir"]
 
-BUNDLED_DIR = Path(__file__).resolve().parent
+#: The folder the bundled datasets are installed in (the package's own directory).
+BUNDLED_DIR = Path(str(files(__name__)))
+
+
+def bundled_dataset(name: str) -> Path:
+    """The folder of the bundled dataset ``name`` (``"starter"``, ``"mcp-workbench"``), from
+    wherever the package is installed; a clear error lists the names when there is none."""
+    from toolsearch.errors import CatalogError
+
+    folders = {p.name: p for p in _dataset_folders()}
+    if name not in folders:
+        raise CatalogError(f"no bundled dataset {name!r}; bundled: {', '.join(folders) or 'none'}")
+    return folders[name]
+
+
+def _dataset_folders() -> list[Path]:
+    return sorted(p for p in BUNDLED_DIR.iterdir() if (p / "tools.jsonl").is_file())
 
 
 def bundled_datasets() -> list[Path]:
     """Folders of the bundled datasets that carry queries and qrels, sorted by name."""
-    return sorted(
-        p
-        for p in BUNDLED_DIR.iterdir()
-        if (p / "tools.jsonl").is_file() and (p / "qrels.tsv").is_file()
-    )
+    return [p for p in _dataset_folders() if (p / "qrels.tsv").is_file()]
 
 
 def shared_datasets_dir() -> Path | None:

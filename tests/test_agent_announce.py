@@ -1,4 +1,7 @@
-"""SPEC §5: announcing deferred names — the block, persisted deltas, re-announce, cache prefix."""
+"""Announcing deferred names: the block, persisted deltas, re-announce, cache prefix.
+
+The rules tested: docs/reference-behaviour.md §5.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""SPEC §5 request assembly: which tools a request carries, and the history it is given."""
+"""Request assembly: which tools a request carries, and the history it is given.
+
+The rules tested: docs/reference-behaviour.md §5.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""SPEC §5 history hygiene: stripping with the placeholders, the sibling, the select hint."""
+"""History hygiene: stripping with the placeholders, the sibling, the select hint.
+
+The rules tested: docs/reference-behaviour.md §5.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""SPEC §4: when tool search is on — ENABLE_TOOL_SEARCH, kill switch, auto threshold, gates."""
+"""When tool search is on: ENABLE_TOOL_SEARCH, kill switch, auto threshold, gates.
+
+The rules tested: docs/reference-behaviour.md §4.
+"""
 
 from __future__ import annotations
 

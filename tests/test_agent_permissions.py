@@ -1,4 +1,4 @@
-"""SPEC §6 as properties: a denied (or out-of-scope) tool has no path back.
+"""Permissions as properties (docs/reference-behaviour.md §6): a denied tool has no path back.
 
 For random pools, deny rules, subagent lists and queries, a tool removed by permissions or
 scoping is never announced (block or delta), found by keyword search, ``select:``, exact name

@@ -1,4 +1,7 @@
-"""SPEC §5: the discovered set comes from the history and survives compaction."""
+"""The discovered set comes from the history and survives compaction.
+
+The rules tested: docs/reference-behaviour.md §5.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""SPEC §6: subagent definitions and tool resolution (denylist → allowlist → disallowed)."""
+"""Subagent definitions and tool resolution (denylist → allowlist → disallowed).
+
+The rules tested: docs/reference-behaviour.md §6.
+"""
 
 from __future__ import annotations
 

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import random
+import sys
+from pathlib import Path
 
 import pytest
 
-from toolsearch.backends._keyword_reference import naive_keyword_search
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from keyword_reference import naive_keyword_search
+
 from toolsearch.backends.keyword import KeywordBackend
 from toolsearch.query import parse_query
 from toolsearch.tool import Tool, pool_order

@@ -1,4 +1,4 @@
-"""The tool model, MCP naming, the deferral rule and pool order (SPEC §1)."""
+"""The tool model, MCP naming, the deferral rule and pool order (docs/reference-behaviour.md §1)."""
 
 from __future__ import annotations
 

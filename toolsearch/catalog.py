@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from toolsearch.errors import CatalogError
-from toolsearch.tool import Tool, mcp_tool_name
+from toolsearch.tool import MCP_PREFIX, Tool, mcp_tool_name
 
 __all__ = ["load_catalog", "parse_jsonl", "tool_from_dict", "tools_from_mcp_result"]
 
@@ -199,6 +199,28 @@ def _check_unique(tools: list[Tool], lines: list[int | None], path: str | None) 
         seen[tool.name] = line
 
 
+def _named_in_full(items: Any, path: str) -> bool:
+    """True when every tool of a ``{"tools": [...]}`` object already has an ``mcp__`` name
+    (a catalogue, kept as named), False when none has (a ``tools/list`` result, to be named
+    for its server); a mix is an error, as prefixing would double some names."""
+    if not isinstance(items, list):
+        return False
+    named = [
+        isinstance(t, Mapping) and str(t.get("name", "")).startswith(MCP_PREFIX) for t in items
+    ]
+    if all(named) and named:
+        return True
+    if any(named):
+        item = named.index(True)
+        raise CatalogError(
+            "some tools already have mcp__ names and others do not; name all of them in full "
+            "(a catalogue) or none (an MCP tools/list result named after the file)",
+            path=path,
+            field=f"tools[{item}].name",
+        )
+    return False
+
+
 def load_catalog(path: str | Path, *, server: str | None = None) -> list[Tool]:
     """Load every tool from ``path``.
 
@@ -230,8 +252,9 @@ def load_catalog(path: str | Path, *, server: str | None = None) -> list[Tool]:
     except json.JSONDecodeError as exc:
         raise CatalogError(f"invalid JSON: {exc.msg}", path=path, line=exc.lineno) from exc
     if isinstance(data, Mapping) and "tools" in data:
-        name = server or path.stem
-        return tools_from_mcp_result(data, name, path=str(path))
+        if server is not None or not _named_in_full(data["tools"], str(path)):
+            return tools_from_mcp_result(data, server or path.stem, path=str(path))
+        data = data["tools"]  # a catalogue wrapped in an object: its names are already full
     if not isinstance(data, list):
         raise CatalogError(
             "expected a JSON array of tools or an MCP tools/list result "

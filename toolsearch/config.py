@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -74,10 +75,19 @@ class Settings:
     sections: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     sources: tuple[str, ...] = ()
     backend_source: str | None = None
+    #: The layers that set each top-level table or backend's options, lowest first.
+    section_sources: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    option_sources: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def section(self, name: str) -> Mapping[str, Any]:
         """A top-level table of the config (e.g. ``"mode"``), empty when absent."""
         return self.sections.get(name, {})
+
+    def section_source(self, name: str) -> str:
+        """Where the ``[name]`` table was read, for error messages (``"[name]"`` when it
+        came from nowhere else)."""
+        found = self.section_sources.get(name)
+        return " < ".join(found) + f" [{name}]" if found else f"[{name}]"
 
     def options_for(self, backend: str) -> dict[str, Any]:
         """Constructor options configured for ``backend``."""
@@ -99,11 +109,32 @@ def _read_toml(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read config: {exc}") from exc
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
+        raise ConfigError(f"{path}: invalid TOML: {exc}{_singular_table_hint(path)}") from exc
+
+
+_SINGULAR_TABLE = re.compile(r"^\s*\[\s*(?:tool\.toolsearch\.)?backend\.([^\]\s]+)\s*\]", re.M)
+
+
+def _singular_table_hint(path: Path) -> str:
+    """The likely cause when a file's ``[backend.<name>]`` table clashes with its ``backend``
+    key: options go under ``[backends.<name>]``."""
+    try:
+        found = _SINGULAR_TABLE.search(path.read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return ""
+    if found is None:
+        return ""
+    return f"; options of a backend go under [backends.{found.group(1)}] (plural), not [backend.*]"
 
 
 def _layer(data: Mapping[str, Any], source: str) -> tuple[str | None, dict[str, dict[str, Any]]]:
     backend = data.get("backend")
+    if isinstance(backend, Mapping):
+        tables = ", ".join(f"[backends.{name}]" for name in backend) or "[backends.<name>]"
+        raise ConfigError(
+            f"{source}: [backend.*] is not a setting; options of a backend go under "
+            f"{tables} (plural), and 'backend = \"<name>\"' chooses one"
+        )
     if backend is not None and (not isinstance(backend, str) or not backend.strip()):
         raise ConfigError(f"{source}: 'backend' must be a backend name, got {backend!r}")
     stray = sorted(
@@ -146,6 +177,8 @@ def load_settings(cwd: str | Path | None = None, env: Mapping[str, str] | None =
     backend_source: str | None = None
     options: dict[str, dict[str, Any]] = {}
     sections: dict[str, dict[str, Any]] = {}
+    section_sources: dict[str, tuple[str, ...]] = {}
+    option_sources: dict[str, tuple[str, ...]] = {}
     sources: list[str] = []
     for source, data in layers:
         layer_backend, layer_options = _layer(data, source)
@@ -153,9 +186,11 @@ def load_settings(cwd: str | Path | None = None, env: Mapping[str, str] | None =
             backend, backend_source = layer_backend, source
         for name, opts in layer_options.items():
             options.setdefault(name, {}).update(opts)
+            option_sources[name] = (*option_sources.get(name, ()), source)
         for key, value in data.items():
             if key not in {"backend", "backends"} and isinstance(value, Mapping):
                 sections.setdefault(key, {}).update(value)
+                section_sources[key] = (*section_sources.get(key, ()), source)
         sources.append(source)
 
     if env.get(ENV_BACKEND, "").strip():
@@ -172,8 +207,11 @@ def load_settings(cwd: str | Path | None = None, env: Mapping[str, str] | None =
             raise ConfigError(f"${ENV_BACKEND_OPTIONS} must be a JSON object, got {raw_options!r}")
         target = backend or default_backend_name()
         options.setdefault(target, {}).update(parsed)
+        option_sources[target] = (*option_sources.get(target, ()), f"${ENV_BACKEND_OPTIONS}")
         sources.append(f"${ENV_BACKEND_OPTIONS}")
-    return Settings(backend, options, sections, tuple(sources), backend_source)
+    return Settings(
+        backend, options, sections, tuple(sources), backend_source, section_sources, option_sources
+    )
 
 
 def default_backend_name() -> str:
@@ -198,7 +236,7 @@ def resolve_backend(
 ) -> SearchBackend:
     """Build the backend the precedence picks: ``name`` > environment > files > default.
     Options merge the same way, code's ``options`` winning."""
-    from toolsearch.errors import UnknownBackendError
+    from toolsearch.errors import BackendError, MissingExtraError, UnknownBackendError
     from toolsearch.registry import load_backend
 
     settings = load_settings() if settings is None else settings
@@ -212,4 +250,10 @@ def resolve_backend(
             raise
         # say where the bad name came from: the message is all a CLI user sees
         exc.args = (f"{exc} (backend set by {settings.backend_source})",)
+        raise
+    except BackendError as exc:
+        configured = settings.option_sources.get(chosen)
+        if not configured or isinstance(exc, MissingExtraError):
+            raise
+        exc.args = (f"{exc} (options from {', '.join(configured)})",)
         raise

@@ -1,6 +1,6 @@
 """The ToolSearch engine: fixed query dispatch over a tool pool, with a pluggable ranker.
 
-Dispatch order (SPEC §2), identical for every backend:
+Dispatch order (docs/reference-behaviour.md §2), identical for every backend:
 
 1. ``select:a,b`` — exact, case-sensitive names (aliases too), deferred tools first;
 2. exact name — the lower-cased query equals a tool's lower-cased name;
@@ -92,6 +92,8 @@ class SearchResult:
     matches: tuple[Match, ...]
     total_deferred_tools: int
     pending_mcp_servers: tuple[str, ...] = field(default=())
+    #: Names a ``select:`` query asked for that no tool in the pool has (dropped from matches).
+    not_found: tuple[str, ...] = field(default=())
 
     @property
     def names(self) -> list[str]:
@@ -110,6 +112,11 @@ class SearchResult:
             )
         return NO_MATCH_TEXT
 
+    def not_found_text(self) -> str:
+        """Which ``select:`` names matched no tool, for people reading a result; empty when
+        every name was found."""
+        return f"Not found: {', '.join(self.not_found)}" if self.not_found else ""
+
     def to_record(self) -> dict[str, Any]:
         """The record ``{matches, query, total_deferred_tools, pending_mcp_servers}``."""
         return {
@@ -120,13 +127,17 @@ class SearchResult:
         }
 
     def to_json(self) -> dict[str, Any]:
-        """The CLI's JSON object: matches with their scores (null for fast-path matches)."""
-        return {
+        """The CLI's JSON object: matches with their scores (null for fast-path matches), and
+        ``not_found`` when a ``select:`` name matched nothing."""
+        data: dict[str, Any] = {
             "query": self.query,
             "matches": [{"name": m.name, "score": m.score} for m in self.matches],
             "total_deferred_tools": self.total_deferred_tools,
             "pending_mcp_servers": list(self.pending_mcp_servers),
         }
+        if self.not_found:
+            data["not_found"] = list(self.not_found)
+        return data
 
 
 class ToolSearch:
@@ -208,11 +219,13 @@ class ToolSearch:
             raise QueryError(
                 f"max_results must be between 1 and {self.max_results_cap}, got {max_results}"
             )
+        selected = parse_select(query) or []
         return SearchResult(
             query=query,
             matches=tuple(self._dispatch(query, max_results)),
             total_deferred_tools=len(self._deferred),
             pending_mcp_servers=self.pending_servers,
+            not_found=tuple(dict.fromkeys(n for n in selected if self._selectable(n) is None)),
         )
 
     def _dispatch(self, query: str, max_results: int) -> list[Match]:
@@ -232,10 +245,14 @@ class ToolSearch:
     def _select(self, names: Sequence[str]) -> list[Match]:
         found: dict[str, Match] = {}
         for name in names:
-            tool = self._deferred_by_name_or_alias.get(name) or self._by_name_or_alias.get(name)
+            tool = self._selectable(name)
             if tool is not None and tool.name not in found:
                 found[tool.name] = Match(tool.name, None, "select")
         return list(found.values())
+
+    def _selectable(self, name: str) -> Tool | None:
+        """The tool ``select:`` resolves ``name`` to: exact name or alias, deferred first."""
+        return self._deferred_by_name_or_alias.get(name) or self._by_name_or_alias.get(name)
 
     def _ranked(self, query: str, max_results: int) -> list[Match]:
         parsed = parse_query(query)

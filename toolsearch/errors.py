@@ -5,12 +5,13 @@ Every error the library raises on bad input derives from one root, so callers ca
 
     ToolSearchError
      ├── LocatedError          an input file is invalid at a path, line and field
-     │    └── CatalogError     a tool catalogue or dataset file is unreadable or invalid
+     │    ├── CatalogError     a tool catalogue or dataset file is unreadable or invalid
+     │    └── McpConfigError   an MCP server config (toolsearch.mcp.config; also a ConfigError)
      ├── QueryError            a ToolSearch call has invalid arguments (e.g. max_results)
      ├── ConfigError           a configuration file or environment variable is invalid
      └── BackendError          a search backend cannot be found, loaded or used
           ├── UnknownBackendError   no backend is registered under that name
-          └── MissingExtraError     the backend's optional dependencies are not installed
+          └── MissingExtraError     a backend's or feature's optional dependencies are missing
 
 Messages carry the offending value and, where there is one, the next step.
 """
@@ -37,8 +38,9 @@ class ToolSearchError(Exception):
 
 
 class LocatedError(ToolSearchError):
-    """An error about one place in an input file: ``path``, ``line`` and ``field`` locate it,
-    and the message names each of them that is known."""
+    """An error about one place in an input file: ``path``, ``line``, ``entry`` (a named entry
+    of the file, e.g. ``server 'notes'``) and ``field`` locate it, and the message names each
+    of them that is known."""
 
     def __init__(
         self,
@@ -47,15 +49,19 @@ class LocatedError(ToolSearchError):
         path: str | Path | None = None,
         line: int | None = None,
         field: str | None = None,
+        entry: str | None = None,
     ) -> None:
         self.path = str(path) if path is not None else None
         self.line = line
         self.field = field
+        self.entry = entry
         where = []
         if self.path is not None:
             where.append(self.path)
         if line is not None:
             where.append(f"line {line}")
+        if entry is not None:
+            where.append(entry)
         if field is not None:
             where.append(f"field '{field}'")
         super().__init__(f"{', '.join(where)}: {message}" if where else message)
@@ -88,14 +94,17 @@ class UnknownBackendError(BackendError, LookupError):
 
 
 class MissingExtraError(BackendError, ImportError):
-    """A backend's optional dependencies are missing; the message has the install line."""
+    """A feature's optional dependencies are missing; the message has the install line.
 
-    def __init__(self, backend: str, extra: str, missing: Sequence[str]) -> None:
-        self.backend = backend
+    ``feature`` says in words what needs them (``"backend 'bm25'"``, ``"bench"``,
+    ``"tokenizer counter"``); it starts the message as given.
+    """
+
+    def __init__(self, feature: str, extra: str, missing: Sequence[str]) -> None:
+        self.feature = feature
         self.extra = extra
         self.missing = list(missing)
         self.install_command = f"pip install 'toolsearch[{extra}]'"
         super().__init__(
-            f"backend {backend!r} needs {', '.join(self.missing)}; "
-            f"install it with: {self.install_command}"
+            f"{feature} needs {', '.join(self.missing)}; install it with: {self.install_command}"
         )

@@ -13,6 +13,8 @@ class must be constructible with keyword options and satisfy :class:`SearchBacke
 from __future__ import annotations
 
 import importlib.util
+import inspect
+import re
 from dataclasses import dataclass
 from functools import cache
 from importlib.metadata import EntryPoint, entry_points
@@ -21,7 +23,14 @@ from typing import Any
 from toolsearch.backend import SearchBackend
 from toolsearch.errors import BackendError, MissingExtraError, UnknownBackendError
 
-__all__ = ["GROUP", "BackendInfo", "available_backends", "backend_info", "load_backend"]
+__all__ = [
+    "GROUP",
+    "BackendInfo",
+    "available_backends",
+    "backend_info",
+    "backend_options",
+    "load_backend",
+]
 
 GROUP = "toolsearch.backends"
 
@@ -88,8 +97,30 @@ def backend_info(name: str) -> BackendInfo:
         missing=missing,
         incremental=bool(getattr(cls, "incremental", False)),
         persistent=bool(getattr(cls, "persistent", False)),
-        summary=doc[0] if doc else "",
+        summary=_plain_text(doc[0]) if doc else "",
     )
+
+
+_RST_LITERAL = re.compile(r"``([^`]+)``")
+_RST_ROLE = re.compile(r":[a-z]+:`~?([^`]+)`")
+
+
+def _plain_text(docstring_line: str) -> str:
+    """A docstring line as a reader sees it: ``literals`` and :role:`targets` unwrapped."""
+    return _RST_ROLE.sub(r"\1", _RST_LITERAL.sub(r"\1", docstring_line))
+
+
+def backend_options(cls: type[Any]) -> tuple[str, ...] | None:
+    """The keyword options ``cls`` takes, in signature order; None when it takes any
+    (``**kwargs``) or its signature cannot be read."""
+    try:
+        parameters = list(inspect.signature(cls).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return None
+    keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return tuple(p.name for p in parameters if p.kind in keyword)
 
 
 def load_backend(name: str, **options: Any) -> SearchBackend:
@@ -100,8 +131,15 @@ def load_backend(name: str, **options: Any) -> SearchBackend:
     """
     info = backend_info(name)
     if info.missing:
-        raise MissingExtraError(name, info.extra or name, info.missing)
+        raise MissingExtraError(f"backend {name!r}", info.extra or name, info.missing)
     cls = _backend_class(name)
+    valid = backend_options(cls)
+    unknown = sorted(set(options) - set(valid)) if valid is not None else []
+    if unknown:
+        raise BackendError(
+            f"backend {name!r} rejected options {unknown}: no such option; "
+            f"valid options: {', '.join(valid or ()) or 'none'}"
+        )
     try:
         backend = cls(**options)
     except TypeError as exc:

@@ -1,4 +1,4 @@
-"""Telling the model which deferred tools exist, by name only (SPEC §5).
+"""Telling the model which deferred tools exist, by name only (docs/reference-behaviour.md §5).
 
 Two styles:
 

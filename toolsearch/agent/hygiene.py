@@ -1,4 +1,4 @@
-"""History hygiene before a request is sent (SPEC §5).
+"""History hygiene before a request is sent (docs/reference-behaviour.md §5).
 
 - Search off → every ``tool_reference`` is stripped; a result left empty reads
   ``[Tool references removed - tool search not enabled]``.

@@ -1,5 +1,5 @@
 """Whether tool search is on for a request: ``ENABLE_TOOL_SEARCH``, the kill switch, the auto
-threshold and the gates (SPEC §4).
+threshold and the gates (docs/reference-behaviour.md §4).
 
 ``ENABLE_TOOL_SEARCH`` (case and surrounding space ignored):
 
@@ -220,15 +220,15 @@ class ModeSettings:
         valid = {f.name for f in fields(cls)} - {"sources"}
         values: dict[str, Any] = {}
         sources: list[str] = []
-        section = settings.section("mode")
+        section, where = settings.section("mode"), settings.section_source("mode")
         for key, value in section.items():
             if key not in valid:
                 raise ConfigError(
-                    f"[mode]: unknown setting {key!r}; valid: {', '.join(sorted(valid))}"
+                    f"{where}: unknown setting {key!r}; valid: {', '.join(sorted(valid))}"
                 )
             values[key] = value
         if section:
-            sources.append("[mode]")
+            sources.append(where)
         if env.get(ENV_ENABLE, "").strip():
             values["enable_tool_search"] = env[ENV_ENABLE]
             sources.append(f"${ENV_ENABLE}")

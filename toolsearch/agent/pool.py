@@ -1,4 +1,5 @@
-"""The tool pool an agent works with: permissions first, then subagent scoping (SPEC §6).
+"""The tool pool an agent works with: permissions first, then subagent scoping
+(docs/reference-behaviour.md §6).
 
 Order: the runtime's tools (ToolSearch added as a built-in unless the caller brings its own) →
 global deny rules → the subagent's allowlist → its ``disallowed_tools`` → pool order. Everything

@@ -16,9 +16,9 @@ is accepted too. Each entry is an exact tool name or a whole MCP server (``mcp__
 ``mcp__server__*``), the same syntax as deny rules. Keys this project does not use (``model``,
 ``color``...) are kept in ``metadata``.
 
-Resolution order (SPEC §6): the global denylist, then the allowlist, then ``disallowed_tools``
-— see :func:`toolsearch.agent.pool.resolve_tools`. A subagent whose tools leave out ToolSearch
-has search off and gets its tools inline.
+Resolution order (docs/reference-behaviour.md §6): the global denylist, then the allowlist,
+then ``disallowed_tools`` — see :func:`toolsearch.agent.pool.resolve_tools`. A subagent whose
+tools leave out ToolSearch has search off and gets its tools inline.
 """
 
 from __future__ import annotations

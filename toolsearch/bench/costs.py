@@ -1,6 +1,6 @@
 """What a backend costs: per-query latency percentiles and the tokens a request carries.
 
-Tokens compare two ways of sending a catalogue to the model (SPEC §5):
+Tokens compare two ways of sending a catalogue to the model (docs/reference-behaviour.md §5):
 
 ``all_tools``    every tool definition sent up front (tool search off);
 ``with_search``  the ToolSearch tool's definition, the ``<available-deferred-tools>`` block

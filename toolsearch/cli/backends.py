@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from rich.markup import escape
 from rich.table import Table
 
 from toolsearch.cli._output import console, print_json
@@ -59,8 +60,9 @@ def run(args: argparse.Namespace) -> int:
     for info in infos:
         name = f"{info.name} (default)" if info.name == default else info.name
         installed = "yes" if info.installed else f"no (missing {', '.join(info.missing)})"
-        table.add_row(name, installed, info.install_command or "built in", info.summary)
+        install = info.install_command or "built in"
+        table.add_row(*map(escape, (name, installed, install, info.summary)))
     for name, reason in broken.items():
-        table.add_row(name, "no (fails to import)", "", reason)
+        table.add_row(escape(name), "no (fails to import)", "", escape(reason))
     console().print(table)
     return 0

@@ -14,10 +14,24 @@ import json
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toolsearch.cli._output import console, print_json
-from toolsearch.cli.request import add_scope_arguments, build_settings, load_scope
+from toolsearch.cli._scope import (
+    MODE_VALUES,
+    add_scope_arguments,
+    build_settings,
+    catalogue_as_deferred,
+    load_scope,
+    mode_value,
+)
+
+if TYPE_CHECKING:
+    from toolsearch.agent.assemble import NextRequest
+    from toolsearch.agent.clients import Step
+    from toolsearch.agent.loop import AgentLoop, Turn
+    from toolsearch.agent.messages import Message
+    from toolsearch.agent.mode import ModeSettings
 
 __all__ = ["DEFAULT_TASKS", "default_catalog", "example_arguments", "register", "run_demo"]
 
@@ -31,14 +45,11 @@ DEFAULT_TASKS: tuple[tuple[str, str], ...] = (
 
 
 def default_catalog() -> Path:
-    """The docker MCP catalogue from the shared datasets when present, else the bundled
-    starter catalogue."""
-    from toolsearch.datasets import BUNDLED_DIR, shared_datasets_dir
+    """The bundled mcp-workbench catalogue (495 MCP tools over 36 servers), installed with the
+    package, so the demo runs the same from any directory."""
+    from toolsearch.datasets import bundled_dataset
 
-    shared = shared_datasets_dir()
-    if shared is not None and (shared / "mcp-docker-catalog" / "tools.jsonl").is_file():
-        return Path(shared) / "mcp-docker-catalog"
-    return Path(BUNDLED_DIR) / "starter"
+    return Path(bundled_dataset("mcp-workbench"))
 
 
 def example_arguments(schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -78,7 +89,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--catalog",
-        help="catalogue (default: the shared docker MCP catalogue, else the bundled starter)",
+        help="catalogue (default: the bundled mcp-workbench catalogue, 495 MCP tools)",
     )
     add_scope_arguments(parser)
     parser.add_argument(
@@ -95,7 +106,11 @@ def register(subparsers: Any) -> None:
         metavar="QUERY",
         help="a ToolSearch query for one scripted task (repeatable; default: four tasks)",
     )
-    parser.add_argument("--mode", help="ENABLE_TOOL_SEARCH value (default: config/environment)")
+    parser.add_argument(
+        "--mode",
+        type=mode_value,
+        help=f"ENABLE_TOOL_SEARCH value: {', '.join(MODE_VALUES)} (default: config/environment)",
+    )
     parser.add_argument("--context-window", type=int, help="context window for auto mode")
     parser.add_argument("--tokenizer", help="tokenizer.json to count tokens exactly")
     parser.add_argument(
@@ -128,21 +143,91 @@ def _describe(message: Mapping[str, Any]) -> str:
     return "; ".join(actions)
 
 
+def _call_best(request: NextRequest) -> Message:
+    """The scripted model's second step: call the best tool the latest ToolSearch loaded
+    (arguments made up from its schema), or give up in words."""
+    from toolsearch.agent.messages import assistant_message, tool_use_block
+    from toolsearch.agent.state import referenced_names
+
+    names: list[str] = []
+    for message in reversed(request.messages):
+        results = [b for b in message.get("content") or [] if isinstance(b, dict)]
+        results = [b for b in results if b.get("type") == "tool_result"]
+        if results:
+            names = [n for b in results for n in referenced_names(b)]
+            break
+    tool = request.pool.get(names[0]) if names else None
+    if tool is None:
+        return assistant_message("I could not find a tool for that.")
+    call_id = f"call_{len(request.messages)}"
+    return assistant_message(
+        [tool_use_block(call_id, tool.name, example_arguments(tool.input_schema))]
+    )
+
+
+def _tasks(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """(user prompt, ToolSearch query) pairs: ``--task`` queries, else :data:`DEFAULT_TASKS`."""
+    if args.task:
+        return [(f"Task {i + 1}: {query}", query) for i, query in enumerate(args.task)]
+    return list(DEFAULT_TASKS)
+
+
+def _script(number: int, query: str) -> list[Step]:
+    """The scripted model's replies for one task: search, call the best tool, answer."""
+    from toolsearch.agent.messages import assistant_message, tool_use_block
+
+    search = {"query": query, "max_results": 3}
+    return [
+        assistant_message([tool_use_block(f"search_{number}", "ToolSearch", search)]),
+        _call_best,
+        assistant_message(f"Done with task {number}."),
+    ]
+
+
+def _measure(
+    loop: AgentLoop, turn: Turn, before: list[Message], off: ModeSettings, counter: Any
+) -> dict[str, Any]:
+    """One turn's measurements: what was sent, and the same request with search off."""
+    from toolsearch.agent.assemble import assemble_request
+    from toolsearch.tokens import tool_tokens
+
+    without = assemble_request(
+        loop.pool, before, provider=loop.provider, settings=off, counter=counter
+    )
+    request = turn.request
+    return {
+        "action": _describe(turn.reply.message),
+        "search_enabled": request.search_enabled,
+        "tools_sent": len(request.tools),
+        "tools_without_search": len(without.tools),
+        "tool_tokens": tool_tokens([s.tool for s in request.tools], counter),
+        "tool_tokens_without_search": tool_tokens([s.tool for s in without.tools], counter),
+        "request_tokens": _tokens(counter, request.payload),
+        "request_tokens_without_search": _tokens(counter, without.payload),
+        "announced": len(request.delta.added) if request.delta else 0,
+        "newly_discovered": list(turn.newly_discovered),
+        "discovered": sorted(request.loaded | set(turn.newly_discovered)),
+    }
+
+
+def _totals(turns: list[dict[str, Any]]) -> dict[str, Any]:
+    with_search = sum(t["request_tokens"] for t in turns)
+    without_search = sum(t["request_tokens_without_search"] for t in turns)
+    saving = round(100 * (1 - with_search / without_search), 1) if without_search else 0.0
+    return {
+        "request_tokens": with_search,
+        "request_tokens_without_search": without_search,
+        "saved_tokens": without_search - with_search,
+        "saving_percent": saving,
+    }
+
+
 def run_demo(args: argparse.Namespace) -> dict[str, Any]:
     """Run the scripted conversation and return every turn's measurements."""
-    from toolsearch.agent.assemble import NextRequest, assemble_request
-    from toolsearch.agent.clients import ScriptedClient, Step
+    from toolsearch.agent.clients import ScriptedClient
     from toolsearch.agent.loop import AgentLoop, echo_runner
-    from toolsearch.agent.messages import (
-        Message,
-        assistant_message,
-        tool_use_block,
-        user_message,
-    )
-    from toolsearch.agent.state import referenced_names
+    from toolsearch.agent.messages import user_message
     from toolsearch.catalog import load_catalog
-    from toolsearch.cli.search import catalogue_as_deferred
-    from toolsearch.tokens import tool_tokens
 
     catalog = Path(args.catalog) if args.catalog else default_catalog()
     tools = load_catalog(catalog)
@@ -151,32 +236,8 @@ def run_demo(args: argparse.Namespace) -> dict[str, Any]:
     settings = build_settings(args)
     counter = settings.counter()
     off = replace(settings, enable_tool_search="false")
-    queries = list(args.task) or [query for _, query in DEFAULT_TASKS]
-    prompts = (
-        [f"Task {i + 1}: {q}" for i, q in enumerate(queries)]
-        if args.task
-        else [task for task, _ in DEFAULT_TASKS]
-    )
-
-    def call_best(request: NextRequest) -> Message:
-        """Call the best tool the latest ToolSearch loaded, or give up in words."""
-        names: list[str] = []
-        for message in reversed(request.messages):
-            results = [b for b in message.get("content") or [] if isinstance(b, dict)]
-            results = [b for b in results if b.get("type") == "tool_result"]
-            if results:
-                names = [n for b in results for n in referenced_names(b)]
-                break
-        tool = request.pool.get(names[0]) if names else None
-        if tool is None:
-            return assistant_message("I could not find a tool for that.")
-        call_id = f"call_{len(request.messages)}"
-        arguments = example_arguments(tool.input_schema)
-        return assistant_message([tool_use_block(call_id, tool.name, arguments)])
-
-    no_steps: list[Step] = []
     loop = AgentLoop(
-        ScriptedClient(no_steps, provider=args.provider),
+        ScriptedClient([], provider=args.provider),
         tools,
         runner=echo_runner,
         deny=args.deny,
@@ -187,44 +248,17 @@ def run_demo(args: argparse.Namespace) -> dict[str, Any]:
     )
     history: list[Message] = []
     turns: list[dict[str, Any]] = []
-    for number, (prompt, query) in enumerate(zip(prompts, queries, strict=True), start=1):
-        search = {"query": query, "max_results": 3}
-        steps: list[Step] = [
-            assistant_message([tool_use_block(f"search_{number}", "ToolSearch", search)]),
-            call_best,
-            assistant_message(f"Done with task {number}."),
-        ]
+    for number, (prompt, query) in enumerate(_tasks(args), start=1):
+        steps = _script(number, query)
         loop.client = ScriptedClient(steps, provider=args.provider)
         history.append(user_message(prompt))
-        for _ in range(len(steps)):
+        for _ in steps:
             before = [dict(m) for m in history]
             turn = loop.step(history, len(turns))
-            without = assemble_request(
-                loop.pool, before, provider=args.provider, settings=off, counter=counter
-            )
-            request = turn.request
-            plain_tools = [s.tool for s in without.tools]
-            turns.append(
-                {
-                    "turn": len(turns) + 1,
-                    "task": number,
-                    "action": _describe(turn.reply.message),
-                    "search_enabled": request.search_enabled,
-                    "tools_sent": len(request.tools),
-                    "tools_without_search": len(without.tools),
-                    "tool_tokens": tool_tokens([s.tool for s in request.tools], counter),
-                    "tool_tokens_without_search": tool_tokens(plain_tools, counter),
-                    "request_tokens": _tokens(counter, request.payload),
-                    "request_tokens_without_search": _tokens(counter, without.payload),
-                    "announced": len(request.delta.added) if request.delta else 0,
-                    "newly_discovered": list(turn.newly_discovered),
-                    "discovered": sorted(request.loaded | set(turn.newly_discovered)),
-                }
-            )
+            measured = _measure(loop, turn, before, off, counter)
+            turns.append({"turn": len(turns) + 1, "task": number, **measured})
             if not turn.calls:
                 break
-    with_search = sum(t["request_tokens"] for t in turns)
-    without_search = sum(t["request_tokens_without_search"] for t in turns)
     return {
         "catalog": str(catalog),
         "provider": args.provider,
@@ -232,14 +266,7 @@ def run_demo(args: argparse.Namespace) -> dict[str, Any]:
         "counter": repr(counter),
         "pool": {"tools": len(loop.pool.tools), "deferred": len(loop.pool.deferred)},
         "turns": turns,
-        "totals": {
-            "request_tokens": with_search,
-            "request_tokens_without_search": without_search,
-            "saved_tokens": without_search - with_search,
-            "saving_percent": round(100 * (1 - with_search / without_search), 1)
-            if without_search
-            else 0.0,
-        },
+        "totals": _totals(turns),
     }
 
 

@@ -10,45 +10,16 @@ import argparse
 from typing import Any
 
 from toolsearch.cli._output import print_json
+from toolsearch.cli._scope import (
+    MODE_VALUES,
+    add_scope_arguments,
+    build_settings,
+    catalogue_as_deferred,
+    load_scope,
+    mode_value,
+)
 
-__all__ = ["add_scope_arguments", "build_settings", "load_scope", "register"]
-
-
-def add_scope_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--deny`` (repeatable) and ``--agent``, shared by the agent-facing commands."""
-    parser.add_argument(
-        "--deny",
-        action="append",
-        default=[],
-        metavar="RULE",
-        help="deny a tool (exact name) or a server (mcp__server, mcp__server__*); repeatable",
-    )
-    parser.add_argument(
-        "--agent",
-        metavar="FILE",
-        help="a subagent definition (.md front matter, .yaml or .toml) scoping the tools",
-    )
-
-
-def load_scope(args: argparse.Namespace) -> Any:
-    """The agent definition named by ``--agent``, or None."""
-    if not getattr(args, "agent", None):
-        return None
-    from toolsearch.agent.subagents import load_agent
-
-    return load_agent(args.agent)
-
-
-def build_settings(args: argparse.Namespace) -> Any:
-    """Mode settings from config and environment, with ``--mode``, ``--context-window`` and
-    ``--tokenizer`` on top."""
-    from toolsearch.agent.mode import ModeSettings
-
-    return ModeSettings.load(
-        enable_tool_search=getattr(args, "mode", None),
-        context_window=getattr(args, "context_window", None),
-        tokenizer=getattr(args, "tokenizer", None),
-    )
+__all__ = ["register"]
 
 
 def register(subparsers: Any) -> None:
@@ -83,7 +54,11 @@ def register(subparsers: Any) -> None:
         default="delta",
         help="announce deferred tools as a persisted delta (default) or a prepended block",
     )
-    parser.add_argument("--mode", help="ENABLE_TOOL_SEARCH value (default: config/environment)")
+    parser.add_argument(
+        "--mode",
+        type=mode_value,
+        help=f"ENABLE_TOOL_SEARCH value: {', '.join(MODE_VALUES)} (default: config/environment)",
+    )
     parser.add_argument("--model", help="model name (checked against unsupported models)")
     parser.add_argument("--context-window", type=int, help="context window for auto mode")
     parser.add_argument("--tokenizer", help="tokenizer.json for exact counts in auto mode")
@@ -107,7 +82,6 @@ def run(args: argparse.Namespace) -> int:
     from toolsearch.agent.messages import load_history
     from toolsearch.agent.providers import get_adapter
     from toolsearch.catalog import load_catalog
-    from toolsearch.cli.search import catalogue_as_deferred
     from toolsearch.errors import ConfigError
 
     tools = load_catalog(args.catalog)

@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from rich.markup import escape
 from rich.table import Table
 
 from toolsearch.catalog import load_catalog
-from toolsearch.cli._output import console, print_json
-from toolsearch.cli.request import add_scope_arguments, load_scope
+from toolsearch.cli._output import console, print_json, shorten
+from toolsearch.cli._scope import add_scope_arguments, catalogue_as_deferred, scoped_tools
 from toolsearch.engine import DEFAULT_MAX_RESULTS, ToolSearch
 
 __all__ = ["register"]
@@ -36,40 +37,6 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def catalogue_as_deferred(tools: list[Any]) -> list[Any]:
-    """Every tool counts as deferred unless the catalogue says otherwise (``always_load``)."""
-    from dataclasses import replace
-
-    return [
-        t if t.always_load or t.mcp or t.should_defer else replace(t, should_defer=True)
-        for t in tools
-    ]
-
-
-def scoped_tools(tools: list[Any], args: argparse.Namespace) -> list[Any]:
-    """The tools ``--deny`` and ``--agent`` leave searchable (ToolSearch itself left out).
-
-    Raises :class:`ConfigError` when they take ToolSearch away: search is then off and the
-    agent's tools would be sent inline instead.
-    """
-    deny = getattr(args, "deny", None) or []
-    if not deny and not getattr(args, "agent", None):
-        return tools
-    from toolsearch.agent.pool import resolve_tools
-    from toolsearch.errors import ConfigError
-    from toolsearch.tool import TOOL_SEARCH_NAME
-
-    agent = load_scope(args)
-    resolved = resolve_tools(tools, deny=deny, agent=agent)
-    if not resolved.has_tool_search:
-        who = f"agent {agent.name!r}" if agent is not None else "these deny rules"
-        raise ConfigError(
-            f"{TOOL_SEARCH_NAME} is not available to {who}: tool search is off and its "
-            f"{len(resolved.tools)} tools are sent inline (see 'toolsearch request')"
-        )
-    return [t for t in resolved.tools if t.name != TOOL_SEARCH_NAME]
-
-
 def run(args: argparse.Namespace) -> int:
     tools = scoped_tools(catalogue_as_deferred(load_catalog(args.catalog)), args)
     engine = ToolSearch(tools, backend=args.backend)
@@ -79,15 +46,19 @@ def run(args: argparse.Namespace) -> int:
         return 0
     out = console()
     if not result.matches:
-        out.print(result.text())
+        for line in filter(None, (result.text(), result.not_found_text())):
+            out.print(escape(line))
         return 0
-    table = Table(title=f"{args.query!r} — {result.total_deferred_tools} deferred tools")
+    title = f"{shorten(args.query)!r} — {result.total_deferred_tools} deferred tools"
+    table = Table(title=escape(title))
     table.add_column("#", justify="right")
     table.add_column("tool")
     table.add_column("score", justify="right")
     table.add_column("via")
     for rank, match in enumerate(result.matches, start=1):
         score = "—" if match.score is None else f"{match.score:g}"
-        table.add_row(str(rank), match.name, score, match.source)
+        table.add_row(str(rank), escape(match.name), score, match.source)
     out.print(table)
+    if result.not_found:
+        out.print(escape(result.not_found_text()))
     return 0

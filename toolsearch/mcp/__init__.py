@@ -13,8 +13,21 @@ Names are imported on first use, so ``import toolsearch.mcp`` needs neither the 
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from typing import TYPE_CHECKING
+
+from toolsearch._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from toolsearch.mcp.client import McpServerConnection, ToolCallResult
+    from toolsearch.mcp.config import (
+        McpConfig,
+        McpConfigError,
+        ServerConfig,
+        load_mcp_config,
+        parse_mcp_config,
+    )
+    from toolsearch.mcp.gateway import Gateway, serve
+    from toolsearch.mcp.hub import BlockingMcpHub, HubSearchResult, McpHub, ServerState, ToolChange
 
 __all__ = [
     "BlockingMcpHub",
@@ -33,26 +46,22 @@ __all__ = [
     "serve",
 ]
 
-_HOMES = {
-    "McpConfig": "config",
-    "McpConfigError": "config",
-    "ServerConfig": "config",
-    "load_mcp_config": "config",
-    "parse_mcp_config": "config",
-    "McpServerConnection": "client",
-    "ToolCallResult": "client",
-    "BlockingMcpHub": "hub",
-    "HubSearchResult": "hub",
-    "McpHub": "hub",
-    "ServerState": "hub",
-    "ToolChange": "hub",
-    "Gateway": "gateway",
-    "serve": "gateway",
-}
-
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'toolsearch.mcp' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"toolsearch.mcp.{home}"), name)
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "McpConfig": "config",
+        "McpConfigError": "config",
+        "ServerConfig": "config",
+        "load_mcp_config": "config",
+        "parse_mcp_config": "config",
+        "McpServerConnection": "client",
+        "ToolCallResult": "client",
+        "BlockingMcpHub": "hub",
+        "HubSearchResult": "hub",
+        "McpHub": "hub",
+        "ServerState": "hub",
+        "ToolChange": "hub",
+        "Gateway": "gateway",
+        "serve": "gateway",
+    },
+)

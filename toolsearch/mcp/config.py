@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from toolsearch.errors import ConfigError
+from toolsearch.errors import ConfigError, LocatedError
 from toolsearch.tool import normalize_name_part
 
 __all__ = [
@@ -65,7 +65,7 @@ _ENV_REFERENCE = re.compile(r"\$\{([^}:]*)(?::-([^}]*))?\}")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-class McpConfigError(ConfigError):
+class McpConfigError(LocatedError, ConfigError):
     """An MCP config file is unreadable or one of its server entries is invalid.
 
     ``path``, ``server`` and ``field`` locate the problem; the message names all of them.
@@ -79,17 +79,9 @@ class McpConfigError(ConfigError):
         server: str | None = None,
         field: str | None = None,
     ) -> None:
-        self.path = str(path) if path is not None else None
         self.server = server
-        self.field = field
-        where = []
-        if self.path is not None:
-            where.append(self.path)
-        if server is not None:
-            where.append(f"server {server!r}")
-        if field is not None:
-            where.append(f"field '{field}'")
-        super().__init__(f"{', '.join(where)}: {message}" if where else message)
+        entry = f"server {server!r}" if server is not None else None
+        super().__init__(message, path=path, field=field, entry=entry)
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,7 @@
 engine over their tools current while they come and go:
 
 - a server that is still connecting is a *pending* server: its name is in no-match results
-  ("Some MCP servers are still connecting: ...", SPEC §2);
+  ("Some MCP servers are still connecting: ...", docs/reference-behaviour.md §2);
 - a server that failed to start is reported as failed, with its error, in no-match results and
   when one of its tools is called — never as "no such tool";
 - a server that disconnects has its tools removed from the pool, and the removal is recorded
@@ -12,9 +12,9 @@ engine over their tools current while they come and go:
 - a server's ``tools/list_changed`` re-lists it and updates the index incrementally: the
   engine re-indexes only tools whose content changed.
 
-Deny rules (SPEC §6) are applied before the engine sees a tool, so a denied tool is neither
-found nor callable. Calls forward to the tool's server; whatever goes wrong comes back as a
-:class:`ToolCallResult` with ``is_error`` set.
+Deny rules (docs/reference-behaviour.md §6) are applied before the engine sees a tool, so a
+denied tool is neither found nor callable. Calls forward to the tool's server; whatever goes
+wrong comes back as a :class:`ToolCallResult` with ``is_error`` set.
 
 :class:`McpHub` is async (anyio). :class:`BlockingMcpHub` runs one on a background event-loop
 thread for synchronous agent loops.
@@ -132,8 +132,8 @@ class HubSearchResult:
         return self.result.pending_mcp_servers
 
     def text(self) -> str:
-        """The no-match text (SPEC §2), followed by failed servers and their errors; empty
-        when something matched."""
+        """The no-match text (docs/reference-behaviour.md §2), followed by failed servers and
+        their errors; empty when something matched."""
         if self.result.matches:
             return ""
         text = self.result.text()

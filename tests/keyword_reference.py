@@ -2,7 +2,7 @@
 
 Deliberately slow and obvious: it re-parses every name and compiles every pattern per tool per
 term, exactly as the rules read. Tests and benchmarks compare the fast ``keyword`` backend
-against it; nothing else should use it.
+against it; it lives with the tests, outside the package.
 """
 
 from __future__ import annotations

@@ -1,0 +1,107 @@
+"""Bad or unusual CLI input gets a clear answer: escaped tables, checked flags, named misses."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+
+from toolsearch.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+STARTER = str(ROOT / "datasets" / "starter")
+
+
+def test_backends_table_shows_the_extra_in_install_lines(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main(["backends"]) == 0
+    out = capsys.readouterr().out
+    assert "pip install 'toolsearch[bm25]'" in out
+    assert "pip install 'toolsearch[embedding,fts5]'" in out
+    assert "``" not in out
+
+
+def test_backends_json_summary_has_no_markup(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["backends", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert all("``" not in b["summary"] for b in data["backends"])
+
+
+@pytest.mark.parametrize("command", ["request", "demo"])
+def test_unknown_mode_is_rejected_with_the_valid_values(
+    capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main([command, "--catalog", STARTER, "--mode", "bogus"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "invalid mode 'bogus'" in err and "auto:N" in err and "false" in err
+
+
+@pytest.mark.parametrize("mode", ["true", "OFF", "auto", "auto:5", "auto:100"])
+def test_recognised_modes_are_accepted(capsys: pytest.CaptureFixture[str], mode: str) -> None:
+    assert main(["request", "--catalog", STARTER, "--mode", mode]) == 0
+    assert json.loads(capsys.readouterr().out)["tool_search"]
+
+
+def test_select_names_the_names_not_found(capsys: pytest.CaptureFixture[str]) -> None:
+    query = "select:mcp__github__create_issue,NoSuch,NoSuch"
+    argv = ["search", query, "--catalog", STARTER, "--backend", "keyword"]
+    assert main([*argv, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [m["name"] for m in data["matches"]] == ["mcp__github__create_issue"]
+    assert data["not_found"] == ["NoSuch"]
+    assert main(argv) == 0
+    assert "Not found: NoSuch" in capsys.readouterr().out
+    assert main(["search", "select:NoSuch", "--catalog", STARTER, "--backend", "keyword"]) == 0
+    out = capsys.readouterr().out
+    assert "No matching deferred tools found" in out and "Not found: NoSuch" in out
+
+
+def test_a_huge_query_is_not_echoed_whole(capsys: pytest.CaptureFixture[str]) -> None:
+    query = "slack " * 20_000
+    assert main(["search", query, "--catalog", STARTER, "--backend", "keyword"]) == 0
+    out = capsys.readouterr().out
+    assert "mcp__slack__send_message" in out
+    assert len(out) < 5_000 and "(120,000 characters)" in " ".join(out.split())
+
+
+def test_cli_modules_do_not_import_each_other_in_a_circle() -> None:
+    """Shared helpers live below the commands: no command module imports another command."""
+    commands = {"search", "request", "demo", "bench", "dataset", "serve", "backends"}
+    for name in commands:
+        tree = ast.parse((ROOT / "toolsearch" / "cli" / f"{name}.py").read_text())
+        imported = {
+            node.module
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module
+        }
+        others = {f"toolsearch.cli.{other}" for other in commands - {name}}
+        assert not imported & others, f"cli/{name}.py imports {imported & others}"
+
+
+def test_demo_runs_on_the_bundled_workbench_from_any_directory(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["demo", "--backend", "keyword", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert Path(data["catalog"]).name == "mcp-workbench"
+    assert data["pool"]["deferred"] == 495
+    assert data["totals"]["saving_percent"] > 50
+
+
+def test_readme_library_example_runs_from_any_directory(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Library example", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TOOLSEARCH_BACKEND", "keyword")
+    exec(compile(code, "README.md", "exec"), {})
+    assert "mcp__slack__send_message 42.0 ranked" in capsys.readouterr().out

@@ -1,0 +1,106 @@
+"""What the agent-facing commands (``search``, ``request``, ``demo``) share: the tool scope
+(``--deny``, ``--agent``, deferral of a plain catalogue) and the mode settings (``--mode``)."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+from typing import Any
+
+from toolsearch.errors import ConfigError
+from toolsearch.tool import TOOL_SEARCH_NAME, Tool
+
+__all__ = [
+    "MODE_VALUES",
+    "add_scope_arguments",
+    "build_settings",
+    "catalogue_as_deferred",
+    "load_scope",
+    "mode_value",
+    "scoped_tools",
+]
+
+#: The ``ENABLE_TOOL_SEARCH`` values ``--mode`` accepts (case ignored).
+MODE_VALUES = ("true", "1", "yes", "on", "false", "0", "no", "off", "auto", "auto:N")
+
+
+def mode_value(text: str) -> str:
+    """``--mode``'s argparse type: a recognised ``ENABLE_TOOL_SEARCH`` value, else an error
+    listing the valid ones. (The environment variable keeps the reference rule that an
+    unrecognised value means on; a value typed on the command line is checked.)"""
+    lowered = text.strip().lower()
+    number = lowered.removeprefix("auto:")
+    if lowered in MODE_VALUES[:-1] or (
+        lowered.startswith("auto:") and number.isdigit() and int(number) <= 100
+    ):
+        return text
+    raise argparse.ArgumentTypeError(
+        f"invalid mode {text!r}; valid: {', '.join(MODE_VALUES)} (N a whole percent 0-100)"
+    )
+
+
+def add_scope_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--deny`` (repeatable) and ``--agent``, shared by the agent-facing commands."""
+    parser.add_argument(
+        "--deny",
+        action="append",
+        default=[],
+        metavar="RULE",
+        help="deny a tool (exact name) or a server (mcp__server, mcp__server__*); repeatable",
+    )
+    parser.add_argument(
+        "--agent",
+        metavar="FILE",
+        help="a subagent definition (.md front matter, .yaml or .toml) scoping the tools",
+    )
+
+
+def load_scope(args: argparse.Namespace) -> Any:
+    """The agent definition named by ``--agent``, or None."""
+    if not getattr(args, "agent", None):
+        return None
+    from toolsearch.agent.subagents import load_agent
+
+    return load_agent(args.agent)
+
+
+def build_settings(args: argparse.Namespace) -> Any:
+    """Mode settings from config and environment, with ``--mode``, ``--context-window`` and
+    ``--tokenizer`` on top."""
+    from toolsearch.agent.mode import ModeSettings
+
+    return ModeSettings.load(
+        enable_tool_search=getattr(args, "mode", None),
+        context_window=getattr(args, "context_window", None),
+        tokenizer=getattr(args, "tokenizer", None),
+    )
+
+
+def catalogue_as_deferred(tools: list[Tool]) -> list[Tool]:
+    """Every tool counts as deferred unless the catalogue says otherwise (``always_load``)."""
+    return [
+        t if t.always_load or t.mcp or t.should_defer else replace(t, should_defer=True)
+        for t in tools
+    ]
+
+
+def scoped_tools(tools: list[Tool], args: argparse.Namespace) -> list[Tool]:
+    """The tools ``--deny`` and ``--agent`` leave searchable (ToolSearch itself left out).
+
+    Raises :class:`ConfigError` when they take ToolSearch away: search is then off and the
+    agent's tools would be sent inline instead.
+    """
+    deny = getattr(args, "deny", None) or []
+    if not deny and not getattr(args, "agent", None):
+        return tools
+    from toolsearch.agent.pool import resolve_tools
+
+    agent = load_scope(args)
+    resolved = resolve_tools(tools, deny=deny, agent=agent)
+    if not resolved.has_tool_search:
+        who = f"agent {agent.name!r}" if agent is not None else "these deny rules"
+        raise ConfigError(
+            f"{TOOL_SEARCH_NAME} is not available to {who}: tool search is off and its "
+            f"{len(resolved.tools)} tools are sent inline (see 'toolsearch request')"
+        )
+    return [t for t in resolved.tools if t.name != TOOL_SEARCH_NAME]
