@@ -1,0 +1,159 @@
+"""Apply mcp-workbench's labelling rules to its files, and print the counts its README shows.
+
+Run from the repository root: ``python datasets/mcp-workbench/relabel.py`` rewrites
+``queries.jsonl`` and ``qrels.tsv`` in place and prints the counts; ``--check`` only reports
+what it would change and exits 1 if anything would. The rules (see this folder's README.md):
+
+- a ``hard`` query shares no content word (:mod:`toolsearch.textnorm`) with the server, name
+  words or description of any of its gold tools; one that does is restyled ``request``;
+- ``n_tools`` is never typed in queries.jsonl: it is the number of a query's groups;
+- every qrels row carries a group (4th column); a row without one becomes a group of its own.
+
+Writing or editing the queries themselves is done by hand; this script only enforces the rules
+that follow mechanically from the text and labels, so they can never drift from the files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from toolsearch.catalog import load_catalog
+from toolsearch.textnorm import content_words, tool_words
+from toolsearch.tool import Tool
+
+HERE = Path(__file__).resolve().parent
+QRELS_HEADER = "query-id\ttool-name\tscore\tgroup"
+STYLES = ("keywords", "request", "hard", "task", "negative")
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """One qrels row: ``tool`` answers ``query``; rows of a query with one ``group`` are
+    alternatives."""
+
+    query: str
+    tool: str
+    score: int
+    group: str
+
+
+def read_queries(path: Path) -> list[dict[str, Any]]:
+    """The query objects of a queries.jsonl file, in file order."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def read_qrels(path: Path) -> list[Judgement]:
+    """The rows of a qrels.tsv with 3 or 4 columns; a missing group gets a value of its own."""
+    rows: list[Judgement] = []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for number, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        cells = line.split("\t")
+        if len(cells) not in (3, 4):
+            raise ValueError(f"{path}:{number}: expected 3 or 4 tab-separated fields")
+        group = cells[3] if len(cells) == 4 and cells[3] else f"={cells[1]}"
+        rows.append(Judgement(cells[0], cells[1], int(cells[2]), group))
+    return rows
+
+
+def gold_tools(qrels: list[Judgement]) -> dict[str, list[str]]:
+    """Each labelled query's gold tool names, in file order."""
+    gold: dict[str, list[str]] = defaultdict(list)
+    for row in qrels:
+        gold[row.query].append(row.tool)
+    return gold
+
+
+def shared_with_gold(text: str, gold: list[str], tools: dict[str, Tool]) -> set[str]:
+    """The content words ``text`` shares with any of its gold tools' wording."""
+    wording: set[str] = set()
+    for name in gold:
+        wording |= tool_words(tools[name])
+    return set(content_words(text) & wording)
+
+
+def numbered_groups(qrels: list[Judgement]) -> list[Judgement]:
+    """Rows with each query's groups renumbered 1, 2, ... in first-seen order."""
+    numbers: dict[str, dict[str, int]] = defaultdict(dict)
+    renumbered: list[Judgement] = []
+    for row in qrels:
+        seen = numbers[row.query]
+        number = seen.setdefault(row.group, len(seen) + 1)
+        renumbered.append(Judgement(row.query, row.tool, row.score, str(number)))
+    return renumbered
+
+
+def relabel(
+    queries: list[dict[str, Any]], qrels: list[Judgement], tools: dict[str, Tool]
+) -> list[str]:
+    """Apply the rules in place on ``queries``; returns one line per change made."""
+    gold = gold_tools(qrels)
+    changes: list[str] = []
+    for query in queries:
+        if query.pop("n_tools", None) is not None:
+            changes.append(f"{query['id']}: n_tools removed (derived from the groups)")
+        if query.get("style") == "hard":
+            shared = shared_with_gold(query["text"], gold.get(query["id"], []), tools)
+            if shared:
+                query["style"] = "request"
+                changes.append(f"{query['id']}: hard -> request (shares {sorted(shared)})")
+    return changes
+
+
+def counts(queries: list[dict[str, Any]], qrels: list[Judgement]) -> dict[str, Any]:
+    """The figures the README quotes, computed from the files."""
+    groups: dict[str, set[str]] = defaultdict(set)
+    tools_of: dict[str, set[str]] = defaultdict(set)
+    for row in qrels:
+        groups[row.query].add(row.group)
+        tools_of[row.query].add(row.tool)
+    positives = [q["id"] for q in queries if q["id"] in groups]
+    return {
+        "queries": len(queries),
+        "styles": dict(Counter(q.get("style") for q in queries)),
+        "positives": len(positives),
+        "multi_group": sum(len(groups[q]) >= 2 for q in positives),
+        "with_alternatives": sum(len(tools_of[q]) > len(groups[q]) for q in positives),
+        "qrels_rows": len(qrels),
+    }
+
+
+def render(queries: list[dict[str, Any]], qrels: list[Judgement]) -> dict[str, str]:
+    """The text of queries.jsonl and qrels.tsv (groups numbered) for these contents."""
+    lines = [json.dumps(query, ensure_ascii=False) for query in queries]
+    rows = [f"{r.query}\t{r.tool}\t{r.score}\t{r.group}" for r in numbered_groups(qrels)]
+    return {
+        "queries.jsonl": "\n".join(lines) + "\n",
+        "qrels.tsv": "\n".join([QRELS_HEADER, *rows]) + "\n",
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--check", action="store_true", help="report changes, write nothing")
+    args = parser.parse_args(argv)
+    tools = {tool.name: tool for tool in load_catalog(HERE / "tools.jsonl")}
+    queries = read_queries(HERE / "queries.jsonl")
+    qrels = read_qrels(HERE / "qrels.tsv")
+    changes = relabel(queries, qrels, tools)
+    for filename, text in render(queries, qrels).items():
+        if (HERE / filename).read_text(encoding="utf-8") != text:
+            changes.append(f"{filename}: rewritten in canonical form")
+            if not args.check:
+                (HERE / filename).write_text(text, encoding="utf-8")
+    for change in changes:
+        print(change)
+    print(json.dumps(counts(queries, qrels), indent=2))
+    return 1 if args.check and changes else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
