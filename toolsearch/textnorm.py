@@ -10,7 +10,7 @@ to its English Snowball stem (PyStemmer, in the ``dev`` extra), so "refunds", "r
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import cache
 from typing import Any
 
@@ -20,8 +20,9 @@ from toolsearch.tool import Tool
 __all__ = [
     "STOP_WORDS",
     "content_words",
-    "normalised_text",
     "near_duplicates",
+    "normalised_text",
+    "shared_words",
     "tool_words",
     "word_overlap",
 ]
@@ -30,23 +31,22 @@ __all__ = [
 #: conjunctions, auxiliary and modal verbs, politeness and filler words, and the pieces
 #: contractions split into ("we're" → "we", "re"). Verbs and nouns that name an action or a
 #: thing ("send", "list", "file") are content words and are never listed here.
-STOP_WORDS: frozenset[str] = frozenset(
-    """
+_STOP_LIST = """
     a an the this that these those some any each every all both either neither no not nor
     i me my mine myself we us our ours ourselves you your yours yourself yourselves he him his
     himself she her hers herself it its itself they them their theirs themselves one ones
     who whom whose which what whatever whoever when whenever where wherever why how
-    am is are was were be been being have has had having do does did doing done
+    am is are was were be been being have has had having do does did
     will would shall should can could may might must ought
     and or but if then else so than too very just only also even still yet already
     of in on at to for from by with without about into onto out over under up down off
     above below between through during before after again further once here there
     as such own same other another more most less least few many much lot lots
-    s t d ll m re ve don didn doesn isn aren wasn weren won wouldn shouldn couldn
+    s t d ll m re ve don didn doesn isn aren wasn weren wouldn shouldn couldn
     please pls thanks thank ok okay hey hi hello yes yeah
     let lets via per etc eg ie
-    """.split()
-)
+    """
+STOP_WORDS: frozenset[str] = frozenset(_STOP_LIST.split())
 
 
 @cache
@@ -71,6 +71,14 @@ def tool_words(tool: Tool) -> frozenset[str]:
     """Content words of a tool's server name, name words and description."""
     server, name = split_tool_name(tool.name)
     return content_words(" ".join([*server, *name, tool.description]))
+
+
+def shared_words(text: str, tools: Iterable[Tool]) -> frozenset[str]:
+    """The content words ``text`` shares with any of ``tools``' server, name or description."""
+    wording: set[str] = set()
+    for tool in tools:
+        wording |= tool_words(tool)
+    return content_words(text) & wording
 
 
 def normalised_text(text: str) -> str:

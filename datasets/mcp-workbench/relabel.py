@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from toolsearch.catalog import load_catalog
-from toolsearch.textnorm import content_words, tool_words
+from toolsearch.dataset import read_qrels as read_qrels_table
+from toolsearch.textnorm import shared_words
 from toolsearch.tool import Tool
 
 HERE = Path(__file__).resolve().parent
@@ -49,19 +50,17 @@ def read_queries(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines if line.strip()]
 
 
-def read_qrels(path: Path) -> list[Judgement]:
-    """The rows of a qrels.tsv with 3 or 4 columns; a missing group gets a value of its own."""
-    rows: list[Judgement] = []
-    lines = path.read_text(encoding="utf-8").splitlines()
-    for number, line in enumerate(lines[1:], start=2):
-        if not line.strip():
-            continue
-        cells = line.split("\t")
-        if len(cells) not in (3, 4):
-            raise ValueError(f"{path}:{number}: expected 3 or 4 tab-separated fields")
-        group = cells[3] if len(cells) == 4 and cells[3] else f"={cells[1]}"
-        rows.append(Judgement(cells[0], cells[1], int(cells[2]), group))
-    return rows
+def read_qrels(
+    path: Path, queries: list[dict[str, Any]], tools: dict[str, Tool]
+) -> list[Judgement]:
+    """The rows of qrels.tsv, read and validated by the dataset loader, in file order; a row
+    without a group (a 3-column file) gets a group of its own."""
+    table = read_qrels_table(path, {q["id"] for q in queries}, tools.keys())
+    return [
+        Judgement(qid, tool, score, table.groups.get(qid, {}).get(tool, f"={tool}"))
+        for qid, gold in table.grades.items()
+        for tool, score in gold.items()
+    ]
 
 
 def gold_tools(qrels: list[Judgement]) -> dict[str, list[str]]:
@@ -70,14 +69,6 @@ def gold_tools(qrels: list[Judgement]) -> dict[str, list[str]]:
     for row in qrels:
         gold[row.query].append(row.tool)
     return gold
-
-
-def shared_with_gold(text: str, gold: list[str], tools: dict[str, Tool]) -> set[str]:
-    """The content words ``text`` shares with any of its gold tools' wording."""
-    wording: set[str] = set()
-    for name in gold:
-        wording |= tool_words(tools[name])
-    return set(content_words(text) & wording)
 
 
 def numbered_groups(qrels: list[Judgement]) -> list[Judgement]:
@@ -101,7 +92,8 @@ def relabel(
         if query.pop("n_tools", None) is not None:
             changes.append(f"{query['id']}: n_tools removed (derived from the groups)")
         if query.get("style") == "hard":
-            shared = shared_with_gold(query["text"], gold.get(query["id"], []), tools)
+            gold_of = [tools[name] for name in gold.get(query["id"], [])]
+            shared = shared_words(query["text"], gold_of)
             if shared:
                 query["style"] = "request"
                 changes.append(f"{query['id']}: hard -> request (shares {sorted(shared)})")
@@ -142,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     tools = {tool.name: tool for tool in load_catalog(HERE / "tools.jsonl")}
     queries = read_queries(HERE / "queries.jsonl")
-    qrels = read_qrels(HERE / "qrels.tsv")
+    qrels = read_qrels(HERE / "qrels.tsv", queries, tools)
     changes = relabel(queries, qrels, tools)
     for filename, text in render(queries, qrels).items():
         if (HERE / filename).read_text(encoding="utf-8") != text:
