@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from collections import defaultdict
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -102,3 +105,23 @@ def test_no_near_duplicates_among_queries_with_the_same_labels(workbench: Datase
         for i, j, overlap in near_duplicates([text for _, text in queries], NEAR_DUPLICATE):
             alike.append((queries[i][0], queries[j][0], round(overlap, 2)))
     assert alike == []
+
+
+def _relabel_script() -> ModuleType:
+    name = "mcp_workbench_relabel"
+    spec = importlib.util.spec_from_file_location(name, WORKBENCH / "relabel.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses resolve the script's annotations through it
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_files_and_readme_counts_are_what_relabel_writes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The files are in canonical form and both READMEs quote the counts of the files as they
+    are (after editing queries, run ``python datasets/mcp-workbench/relabel.py``)."""
+    exit_code = _relabel_script().main(["--check"])
+    report = capsys.readouterr().out
+    assert exit_code == 0, report

@@ -1,8 +1,9 @@
 """Apply mcp-workbench's labelling rules to its files, and print the counts its README shows.
 
-Run from the repository root: ``python datasets/mcp-workbench/relabel.py`` rewrites
-``queries.jsonl`` and ``qrels.tsv`` in place and prints the counts; ``--check`` only reports
-what it would change and exits 1 if anything would. The rules (see this folder's README.md):
+``python datasets/mcp-workbench/relabel.py`` rewrites ``queries.jsonl`` and ``qrels.tsv`` in
+place, rewrites the counts in this folder's README.md and in the project README, and prints
+them; ``--check`` only reports what it would change and exits 1 if anything would. The rules
+(see this folder's README.md):
 
 - a ``hard`` query shares no content word (:mod:`toolsearch.textnorm`) with the server, name
   words or description of any of its gold tools; one that does is restyled ``request``;
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +33,8 @@ from toolsearch.tool import Tool
 HERE = Path(__file__).resolve().parent
 QRELS_HEADER = "query-id\ttool-name\tscore\tgroup"
 STYLES = ("keywords", "request", "hard", "task", "negative")
+COUNTS_START = "<!-- counts: written by relabel.py -->"
+COUNTS_END = "<!-- /counts -->"
 
 
 @dataclass(frozen=True)
@@ -118,14 +122,58 @@ def counts(queries: list[dict[str, Any]], qrels: list[Judgement]) -> dict[str, A
     }
 
 
+def _n(number: int) -> str:
+    return f"{number:,}"
+
+
+def counts_markdown(figures: dict[str, Any]) -> dict[str, str]:
+    """The counts blocks of this folder's README and of the project README."""
+    styles = figures["styles"]
+    by_style = ", ".join(f"{_n(styles.get(style, 0))} `{style}`" for style in STYLES)
+    share = 100 * figures["multi_group"] / max(figures["positives"], 1)
+    negatives = styles.get("negative", 0)
+    dataset_lines = (
+        f"- **Queries: {_n(figures['queries'])}** ({_n(figures['positives'])} positive, "
+        f"{_n(negatives)} negative): {by_style}.",
+        f"- {_n(figures['multi_group'])} positive queries ({share:.1f} %) need tools from two or "
+        f"more groups; {_n(figures['with_alternatives'])} have a group of two or more "
+        f"alternative tools. {_n(figures['qrels_rows'])} qrels rows.",
+    )
+    project = (
+        f"{_n(figures['queries'])} hand-written queries: {by_style}; "
+        f"{share:.1f} % of positives need tools from two or more groups, "
+        f"{_n(figures['with_alternatives'])} list alternative tools."
+    )
+    dataset = "".join(_wrapped(line, "  ") for line in dataset_lines)
+    return {"README.md": dataset, "../../README.md": _wrapped(project, "  ", "  ")}
+
+
+def _wrapped(text: str, indent: str, first: str = "") -> str:
+    return textwrap.fill(text, 99, initial_indent=first, subsequent_indent=indent) + "\n"
+
+
+def _with_block(text: str, block: str, path: Path) -> str:
+    """``text`` with the lines between the counts markers replaced by ``block``."""
+    start, end = text.find(COUNTS_START), text.find(COUNTS_END)
+    if start < 0 or end < start:
+        raise ValueError(f"{path}: no {COUNTS_START!r} ... {COUNTS_END!r} block to update")
+    end_line = text.rfind("\n", 0, end) + 1  # the end marker's line keeps its indentation
+    return f"{text[: start + len(COUNTS_START)]}\n{block}{text[end_line:]}"
+
+
 def render(queries: list[dict[str, Any]], qrels: list[Judgement]) -> dict[str, str]:
-    """The text of queries.jsonl and qrels.tsv (groups numbered) for these contents."""
+    """The text of queries.jsonl, qrels.tsv (groups numbered) and the two READMEs' counts
+    blocks for these contents, keyed by path relative to this folder."""
     lines = [json.dumps(query, ensure_ascii=False) for query in queries]
     rows = [f"{r.query}\t{r.tool}\t{r.score}\t{r.group}" for r in numbered_groups(qrels)]
-    return {
+    files = {
         "queries.jsonl": "\n".join(lines) + "\n",
         "qrels.tsv": "\n".join([QRELS_HEADER, *rows]) + "\n",
     }
+    for name, block in counts_markdown(counts(queries, qrels)).items():
+        path = HERE / name
+        files[name] = _with_block(path.read_text(encoding="utf-8"), block, path)
+    return files
 
 
 def main(argv: list[str] | None = None) -> int:
