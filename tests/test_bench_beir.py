@@ -223,3 +223,42 @@ def test_dataset_cli(dataset_dir: Path, tmp_path: Path, capsys: pytest.CaptureFi
     assert "qrels.tsv, line 2, field 'tool-name': unknown tool 'b'" in capsys.readouterr().err
     assert main(["dataset", "validate", str(tmp_path / "missing")]) == 2
     assert "not a dataset folder" in capsys.readouterr().err
+
+
+def test_groups_travel_through_beir_in_query_metadata(tmp_path: Path) -> None:
+    groups = {"r1": {"mcp__mail__send_email": "mail", "mcp__calendar__create_event": "mail"}}
+    original = write_dataset(
+        Dataset("fixture", TOOLS, QUERIES, QRELS, None, groups), tmp_path / "grouped"
+    )
+    assert original.path is not None
+    qrels_text = (original.path / "qrels.tsv").read_text().splitlines()
+    assert qrels_text[0] == "query-id\ttool-name\tscore\tgroup"
+    assert original.groups("r1") == (("mcp__mail__send_email", "mcp__calendar__create_event"),)
+    assert original.n_tools("r1") == 1 and original.n_tools("k1") == 1
+
+    beir = export_beir(original, tmp_path / "beir")
+    # BEIR's qrels have no group column: every gold tool is a plain judgement ...
+    rows = (beir / "qrels" / "test.tsv").read_text().splitlines()
+    assert "r1\tmcp__mail__send_email\t1" in rows and "r1\tmcp__calendar__create_event\t2" in rows
+    # ... and the groups ride along in the query's metadata.
+    lines = [json.loads(line) for line in (beir / "queries.jsonl").read_text().splitlines()]
+    r1 = next(line for line in lines if line["_id"] == "r1")
+    assert r1["metadata"]["qrel_groups"] == groups["r1"]
+
+    back = import_beir(beir, tmp_path / "again").dataset
+    assert back.groups("r1") == original.groups("r1")
+    assert {q.id: back.groups(q.id) for q in back.queries} == {
+        q.id: original.groups(q.id) for q in original.queries
+    }
+    assert all("qrel_groups" not in q.metadata for q in back.queries)
+
+
+def test_beir_groups_must_match_the_split_judgements(tmp_path: Path) -> None:
+    folder = _beir(
+        tmp_path / "b",
+        ['{"_id": "a", "text": "a"}', '{"_id": "b", "text": "b"}'],
+        ['{"_id": "q", "text": "x", "metadata": {"qrel_groups": {"a": "g"}}}'],
+        {"test": "query-id\tcorpus-id\tscore\nq\ta\t1\nq\tb\t1\n"},
+    )
+    with pytest.raises(CatalogError, match=r"metadata.qrel_groups.*mismatch: b"):
+        read_beir(folder)

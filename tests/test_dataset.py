@@ -89,3 +89,93 @@ def test_shared_sets_load() -> None:
         pytest.skip("public datasets not present")
     bfcl = load_dataset(shared / "bfcl")
     assert len(bfcl.tools) == 1287 and len(bfcl.queries) == 2351
+
+
+GROUPED_TOOLS = "".join(
+    f'{{"name": "mcp__{name}", "description": "{name}"}}\n'
+    for name in ("gmail__send", "outlook__send", "cal__create", "docs__write")
+)
+GROUPED_QUERIES = (
+    '{"id": "q1", "text": "email the team and book a slot"}\n'
+    '{"id": "q2", "text": "write a doc"}\n'
+    '{"id": "q3", "text": "no tool"}\n'
+)
+GROUPED_QRELS = (
+    "query-id\ttool-name\tscore\tgroup\n"
+    "q1\tmcp__gmail__send\t1\tmail\n"
+    "q1\tmcp__outlook__send\t1\tmail\n"
+    "q1\tmcp__cal__create\t1\tcal\n"
+    "q2\tmcp__docs__write\t1\tdoc\n"
+)
+
+
+def test_group_column_gives_alternatives_and_n_tools(tmp_path: Path) -> None:
+    dataset = load_dataset(make(tmp_path, GROUPED_TOOLS, GROUPED_QUERIES, GROUPED_QRELS))
+    assert dataset.groups("q1") == (
+        ("mcp__gmail__send", "mcp__outlook__send"),
+        ("mcp__cal__create",),
+    )
+    assert dataset.n_tools("q1") == 2 and dataset.n_tools("q2") == 1 and dataset.n_tools("q3") == 0
+    assert dataset.groups("q3") == ()
+    assert set(dataset.query_groups) == {"q1", "q2"}
+    assert dataset.has_groups
+    assert dataset.qrels["q1"] == {
+        "mcp__gmail__send": 1,
+        "mcp__outlook__send": 1,
+        "mcp__cal__create": 1,
+    }
+
+
+def test_without_group_column_every_row_is_its_own_group(tmp_path: Path) -> None:
+    dataset = load_dataset(make(tmp_path))
+    assert dataset.groups("q1") == (("mcp__a__x",), ("mcp__a__y",))
+    assert dataset.n_tools("q1") == 2 and not dataset.has_groups
+
+
+def test_typed_n_tools_must_agree_with_groups(tmp_path: Path) -> None:
+    agreeing = GROUPED_QUERIES.replace('"id": "q1",', '"id": "q1", "n_tools": 2,')
+    load_dataset(make(tmp_path, GROUPED_TOOLS, agreeing, GROUPED_QRELS))
+    wrong = GROUPED_QUERIES.replace('"id": "q1",', '"id": "q1", "n_tools": 3,')
+    with pytest.raises(CatalogError, match=r"'q1' types n_tools = 3 but its qrels give 2"):
+        load_dataset(make(tmp_path, GROUPED_TOOLS, wrong, GROUPED_QRELS))
+
+
+@pytest.mark.parametrize(
+    ("qrels", "fragments"),
+    [
+        ("q1\tmcp__gmail__send\t1\n", ["line 2", "expected 4 tab-separated", "group"]),
+        ("q1\tmcp__gmail__send\t1\t \n", ["line 2", "field 'group'", "must not be empty"]),
+        (
+            "q1\tmcp__gmail__send\t1\tmail\nq1\tmcp__gmail__send\t1\tother\n",
+            ["line 3", "judges 'mcp__gmail__send' twice (first on line 2)"],
+        ),
+        ("q1\tmcp__gmail__send\t1.5\tmail\n", ["line 2", "field 'score'", "integer"]),
+    ],
+)
+def test_bad_grouped_qrels(tmp_path: Path, qrels: str, fragments: list[str]) -> None:
+    text = "query-id\ttool-name\tscore\tgroup\n" + qrels
+    with pytest.raises(CatalogError) as info:
+        load_dataset(make(tmp_path, GROUPED_TOOLS, GROUPED_QUERIES, text))
+    for fragment in ["qrels.tsv", *fragments]:
+        assert fragment in str(info.value)
+
+
+def test_zero_grade_rows_are_not_gold_and_need_no_group_partner(tmp_path: Path) -> None:
+    text = GROUPED_QRELS + "q2\tmcp__gmail__send\t0\tdoc\n"
+    dataset = load_dataset(make(tmp_path, GROUPED_TOOLS, GROUPED_QUERIES, text))
+    assert dataset.groups("q2") == (("mcp__docs__write",),)
+
+
+def test_groups_built_in_code_must_label_the_gold_tools() -> None:
+    from toolsearch.dataset import Dataset
+    from toolsearch.tool import Tool
+
+    with pytest.raises(CatalogError, match="mismatch: b"):
+        Dataset(
+            "x",
+            [Tool("a", "a"), Tool("b", "b")],
+            [],
+            {"q": {"a": 1, "b": 1}},
+            None,
+            {"q": {"a": "g"}},
+        )

@@ -15,6 +15,11 @@ Mapping (import ← BEIR, export → BEIR):
   that is not empty and differs from ``_id`` is kept by putting it on the description's
   first line, since the title is searchable text in BEIR;
 * a query's ``metadata.style`` ↔ its ``style``; other metadata ↔ the query's extra fields;
+* qrels groups (alternative gold tools; see :mod:`toolsearch.dataset`) have no place in
+  BEIR's three-column qrels, so export writes every gold tool as a plain judgement and puts
+  the groups in the query's ``metadata.qrel_groups`` (``{tool: group}``); import reads them
+  back from there. Other BEIR tools ignore that key and so score such a query as needing
+  every listed tool — the documented loss;
 * qrels of one split (``test`` by default) ↔ ``qrels.tsv``. On import the queries judged in
   that split are kept, plus the queries judged in *no* split (they are negative queries: no
   tool answers them); queries judged only in other splits are left out and counted in
@@ -26,18 +31,29 @@ An export followed by an import gives back the same tools, queries and judgement
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from toolsearch.catalog import parse_jsonl, tool_from_dict
-from toolsearch.dataset import DATASET_FILES, QRELS_HEADER, Dataset, Query, load_dataset
+from toolsearch.dataset import (
+    DATASET_FILES,
+    GROUP_COLUMN,
+    QRELS_HEADER,
+    Dataset,
+    QrelsLayout,
+    QrelsTable,
+    Query,
+    load_dataset,
+    read_qrels,
+)
 from toolsearch.errors import CatalogError
 from toolsearch.tool import Tool
 
 __all__ = [
     "BEIR_QRELS_HEADER",
+    "GROUPS_KEY",
     "BeirImport",
     "export_beir",
     "import_beir",
@@ -47,6 +63,8 @@ __all__ = [
 
 BEIR_QRELS_HEADER = ("query-id", "corpus-id", "score")
 _BEIR_FILES = ("corpus.jsonl", "queries.jsonl", "qrels")
+#: The query metadata key that carries qrels groups through BEIR, which has no group column.
+GROUPS_KEY = "qrel_groups"
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +111,19 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
 
 
+def _qrels_rows(dataset: Dataset) -> list[str]:
+    """qrels.tsv lines; the group column only when some query has groups (a query without
+    them gets one group per tool, named after the tool)."""
+    grouped = bool(dataset.qrel_groups)
+    rows = ["\t".join((*QRELS_HEADER, GROUP_COLUMN) if grouped else QRELS_HEADER)]
+    for query in dataset.queries:
+        labels = dataset.qrel_groups.get(query.id, {})
+        for tool_name, grade in dataset.qrels.get(query.id, {}).items():
+            row = f"{query.id}\t{tool_name}\t{grade}"
+            rows.append(f"{row}\t{labels.get(tool_name, tool_name)}" if grouped else row)
+    return rows
+
+
 def write_dataset(dataset: Dataset, dst: str | Path, *, force: bool = False) -> Dataset:
     """Write ``dataset`` as a toolsearch dataset folder and load it back (checking it)."""
     folder = Path(dst)
@@ -110,11 +141,7 @@ def write_dataset(dataset: Dataset, dst: str | Path, *, force: bool = False) -> 
         record.update(query.metadata)
         query_lines.append(_dumps(record))
     _write_lines(folder / "queries.jsonl", query_lines)
-    rows = ["\t".join(QRELS_HEADER)]
-    for query in dataset.queries:
-        for tool_name, grade in dataset.qrels.get(query.id, {}).items():
-            rows.append(f"{query.id}\t{tool_name}\t{grade}")
-    _write_lines(folder / "qrels.tsv", rows)
+    _write_lines(folder / "qrels.tsv", _qrels_rows(dataset))
     return load_dataset(folder, name=dataset.name)
 
 
@@ -220,56 +247,52 @@ def _read_queries(path: Path) -> list[Query]:
     return queries
 
 
-def _read_qrels(path: Path, query_ids: set[str], doc_ids: set[str]) -> dict[str, dict[str, int]]:
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise CatalogError(f"cannot read file: {exc.strerror or exc}", path=path) from exc
-    except UnicodeDecodeError as exc:
-        raise CatalogError(f"not UTF-8 text: {exc}", path=path) from exc
-    judged: dict[str, dict[str, int]] = {}
-    for number, text in enumerate(lines, start=1):
-        if not text.strip():
+#: BEIR's qrels: optional header, ``corpus-id`` column, scores possibly written as ``1.0``,
+#: no group column (groups travel in the queries' metadata instead).
+_BEIR_LAYOUT = QrelsLayout(
+    columns=BEIR_QRELS_HEADER,
+    header_required=False,
+    float_scores=True,
+    groups=False,
+    tools_file="corpus.jsonl",
+)
+
+
+def _groups_from_metadata(
+    queries: Sequence[Query], qrels: Mapping[str, Mapping[str, int]], path: Path
+) -> tuple[list[Query], dict[str, dict[str, str]]]:
+    """Take each query's ``metadata.qrel_groups`` (``{tool: group}``, written by
+    :func:`export_beir`) out of its metadata, checked against the split's judgements."""
+    kept: list[Query] = []
+    groups: dict[str, dict[str, str]] = {}
+    for query in queries:
+        if GROUPS_KEY not in query.metadata:
+            kept.append(query)
             continue
-        cells = text.rstrip("\r").split("\t")
-        if len(cells) != 3:
+        meta = dict(query.metadata)
+        labels = meta.pop(GROUPS_KEY)
+        where = f"metadata.{GROUPS_KEY}"
+        if not isinstance(labels, Mapping) or not all(
+            isinstance(v, str) and v.strip() for v in labels.values()
+        ):
             raise CatalogError(
-                f"expected 3 tab-separated fields (query-id, corpus-id, score), got {len(cells)}",
+                f"query {query.id!r}: must map each gold tool to a non-empty group name",
                 path=path,
-                line=number,
+                field=where,
             )
-        qid, doc_id, raw = (cell.strip() for cell in cells)
-        if number == 1 and (qid, doc_id) == BEIR_QRELS_HEADER[:2]:
-            continue
-        try:
-            value = float(raw)
-        except ValueError:
+        gold = set(qrels.get(query.id, {}))
+        if gold and set(labels) != gold:
+            odd = ", ".join(sorted(set(labels) ^ gold))
             raise CatalogError(
-                f"must be an integer, got {raw!r}", path=path, line=number, field="score"
-            ) from None
-        if not value.is_integer() or value < 0:
-            raise CatalogError(
-                f"must be a non-negative integer, got {raw!r}",
+                f"query {query.id!r}: the groups must name exactly the tools judged relevant "
+                f"in this split (mismatch: {odd})",
                 path=path,
-                line=number,
-                field="score",
+                field=where,
             )
-        if qid not in query_ids:
-            raise CatalogError(
-                f"unknown query {qid!r} (not in queries.jsonl)",
-                path=path,
-                line=number,
-                field="query-id",
-            )
-        if doc_id not in doc_ids:
-            raise CatalogError(
-                f"unknown document {doc_id!r} (not in corpus.jsonl)",
-                path=path,
-                line=number,
-                field="corpus-id",
-            )
-        judged.setdefault(qid, {})[doc_id] = int(value)
-    return judged
+        if gold:
+            groups[query.id] = {str(tool): str(label) for tool, label in labels.items()}
+        kept.append(Query(query.id, query.text, query.style, meta))
+    return kept, groups
 
 
 def read_beir(src: str | Path, *, split: str = "test", name: str | None = None) -> BeirImport:
@@ -289,13 +312,16 @@ def read_beir(src: str | Path, *, split: str = "test", name: str | None = None) 
         )
     query_ids = {q.id for q in queries}
     doc_ids = {t.name for t in tools}
-    per_split = {s: _read_qrels(qrels_dir / f"{s}.tsv", query_ids, doc_ids) for s in splits}
+    per_split = {
+        s: read_qrels(qrels_dir / f"{s}.tsv", query_ids, doc_ids, _BEIR_LAYOUT).grades
+        for s in splits
+    }
     chosen = per_split[split]
     judged_anywhere = {qid for judged in per_split.values() for qid in judged}
     kept = [q for q in queries if q.id in chosen or q.id not in judged_anywhere]
-    qrels = {qid: {t: g for t, g in gold.items() if g > 0} for qid, gold in chosen.items()}
-    qrels = {qid: gold for qid, gold in qrels.items() if gold}
-    dataset = Dataset(name or folder.resolve().name, tools, kept, qrels, None)
+    qrels, _ = QrelsTable(chosen, {}).positive()
+    kept, groups = _groups_from_metadata(kept, qrels, folder / "queries.jsonl")
+    dataset = Dataset(name or folder.resolve().name, tools, kept, qrels, None, groups)
     return BeirImport(dataset, split, len(queries) - len(kept))
 
 
@@ -347,6 +373,8 @@ def export_beir(
         meta = dict(query.metadata)
         if query.style is not None:
             meta["style"] = query.style
+        if query.id in data.qrel_groups:
+            meta[GROUPS_KEY] = dict(data.qrel_groups[query.id])
         entry: dict[str, Any] = {"_id": query.id, "text": query.text}
         if meta:
             entry["metadata"] = meta
