@@ -252,14 +252,27 @@ def test_json_schema_exactly(fixture_dir: Path, tmp_path: Path) -> None:
     result = _bench(fixture_dir, BackendSpec("scripted", Scripted), significance_test=None)
     path = write_json(result, tmp_path / "out" / "results.json")
     data = json.loads(path.read_text())
-    assert set(data) == {"toolsearch_version", "datasets"}
+    assert set(data) == {"toolsearch_version", "split", "datasets"}
+    assert data["split"] == "all"
     entry = data["datasets"]["fixture"]
-    assert set(entry) == {"n_queries", "n_tools", "sha256", "backends"}
+    assert set(entry) == {
+        "n_queries",
+        "n_tools",
+        "sha256",
+        "split",
+        "style_counts",
+        "significance",
+        "backends",
+    }
+    assert entry["split"] == "all" and entry["significance"] is None
+    assert entry["style_counts"]["negative"] == {"queries": 2, "positives": 0, "negatives": 2}
+    assert entry["style_counts"]["request"] == {"queries": 2, "positives": 2, "negatives": 0}
     assert entry["sha256"] == load_dataset(fixture_dir).sha256()
     run = entry["backends"]["scripted"]
     assert set(run) == {
         "params",
         "metrics",
+        "ci95",
         "by_style",
         "latency_ms",
         "index_seconds",
@@ -270,6 +283,8 @@ def test_json_schema_exactly(fixture_dir: Path, tmp_path: Path) -> None:
     assert set(run["tokens"]) == {"all_tools", "with_search"}
     assert isinstance(run["index_seconds"], float) and isinstance(run["peak_mb"], float)
     assert run["metrics"]["recall@1"] == pytest.approx(2.5 / 4)
+    low, high = run["ci95"]["recall@1"]
+    assert low <= run["metrics"]["recall@1"] <= high and set(run["ci95"]) == set(run["metrics"])
     assert load_results(path) == data
 
 
@@ -466,3 +481,69 @@ def test_cli_bench_report(fixture_dir: Path, tmp_path: Path) -> None:
     args = ["bench", "--dataset", str(fixture_dir), "--backend", "keyword", "--quiet"]
     assert main([*args, "--report", str(report), "--scale-sizes", "20,50"]) == 0
     assert (report / "report.md").is_file() and (report / "latency_scale.png").is_file()
+
+
+def test_holm_and_bonferroni_by_hand() -> None:
+    from toolsearch.bench.significance import adjust_p_values
+
+    p = [0.01, 0.04, 0.03]
+    # Holm: sorted 0.01, 0.03, 0.04 times 3, 2, 1 → 0.03, 0.06, 0.04 → monotone 0.03, 0.06, 0.06
+    assert adjust_p_values(p, "holm") == pytest.approx([0.03, 0.06, 0.06])
+    assert adjust_p_values(p, "bonferroni") == pytest.approx([0.03, 0.12, 0.09])
+    assert adjust_p_values(p, "none") == p
+    assert adjust_p_values([0.5, 0.6], "holm") == pytest.approx([1.0, 1.0])
+    with pytest.raises(BenchError, match="unknown correction 'sidak'"):
+        adjust_p_values(p, "sidak")
+
+
+def test_split_keeps_one_half_of_the_queries(fixture_dir: Path) -> None:
+    from toolsearch.splits import split_of
+
+    halves = {}
+    for split in ("dev", "test"):
+        result = _bench(fixture_dir, BackendSpec("scripted", Scripted), split=split)
+        entry = result.datasets["fixture"]
+        assert result.split == split and entry.split == split
+        ids = [q.id for q in entry.queries]
+        assert ids and all(split_of(qid) == split for qid in ids)
+        halves[split] = set(ids)
+    assert halves["dev"].isdisjoint(halves["test"])
+    assert halves["dev"] | halves["test"] == {q["id"] for q in QUERIES}
+    with pytest.raises(BenchError, match="unknown split 'train'; choose from dev, test, all"):
+        _bench(fixture_dir, BackendSpec("scripted", Scripted), split="train")
+
+
+def test_groups_reach_the_harness_metrics(tmp_path: Path) -> None:
+    # r1 asks for email *or* calendar: either satisfies it, so recall@1 = complete@1 = 1.
+    folder = write_fixture(tmp_path / "grouped")
+    rows = ["query-id\ttool-name\tscore\tgroup"]
+    rows += [f"{q}\t{t}\t{g}\t{'any' if q == 'r1' else t}" for q, t, g in QRELS]
+    (folder / "qrels.tsv").write_text("\n".join(rows) + "\n")
+    result = run_benchmark([folder], [BackendSpec("scripted", Scripted)], METRICS)
+    entry = result.datasets["grouped"]
+    per_query = entry.backends["scripted"].per_query
+    assert per_query["recall@1"]["r1"] == 1.0 and per_query["complete@1"]["r1"] == 1.0
+    assert entry.groups["r1"] == (("mcp__mail__send_email", "mcp__calendar__create_event"),)
+    plain = _bench(write_fixture(tmp_path / "plain"), BackendSpec("scripted", Scripted))
+    assert plain.datasets["plain"].backends["scripted"].per_query["recall@1"]["r1"] == 0.5
+
+
+def test_holm_correction_with_three_backends(fixture_dir: Path) -> None:
+    result = _bench(
+        fixture_dir,
+        BackendSpec("a", Scripted),
+        BackendSpec("b", Reversed),
+        BackendSpec("c", Scripted),
+    )
+    sig = result.datasets["fixture"].significance
+    assert sig is not None and sig.correction == "holm" and sig.family_size == 3
+    assert "Holm-Bonferroni correction over the 3 pairs of each metric" in sig.describe()
+    assert all(p.p_adjusted >= p.p_value for p in sig.pairs)
+    none = (
+        _bench(
+            fixture_dir, BackendSpec("a", Scripted), BackendSpec("b", Reversed), correction="none"
+        )
+        .datasets["fixture"]
+        .significance
+    )
+    assert none is not None and "no multiple-comparison correction" in none.describe()

@@ -210,15 +210,16 @@ def significance_table(entry: DatasetResult) -> TextTable | None:
     table = TextTable(
         f"{entry.name}: paired significance tests",
         ["a", "b", *[f"Δ {m} (b - a)" for m in sig.metrics]],
-        caption=f"{sig.describe()}; * = significant",
+        caption=f"{sig.describe()}; * = significant after the correction",
         align_left=2,
     )
     by_pair: dict[tuple[str, str], dict[str, str]] = {}
     for pair in sig.pairs:
         mark = "*" if pair.significant else ""
-        by_pair.setdefault((pair.a, pair.b), {})[pair.metric] = (
-            f"{pair.delta:+.3f} p={pair.p_value:.3g}{mark}"
-        )
+        p_text = f"p={pair.p_value:.3g}"
+        if sig.correction != "none":
+            p_text += f" adj={pair.p_adjusted:.3g}"
+        by_pair.setdefault((pair.a, pair.b), {})[pair.metric] = f"{pair.delta:+.3f} {p_text}{mark}"
     for (a, b), cells in by_pair.items():
         table.rows.append([a, b, *[cells.get(m, "—") for m in sig.metrics]])
     return table
