@@ -547,3 +547,99 @@ def test_holm_correction_with_three_backends(fixture_dir: Path) -> None:
         .significance
     )
     assert none is not None and "no multiple-comparison correction" in none.describe()
+
+
+def test_cli_bench_prints_progress_lines_when_not_a_terminal(
+    fixture_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["bench", "--dataset", str(fixture_dir), "--backend", "keyword,bm25", "--k", "1"]
+    assert main(args) == 0
+    err = capsys.readouterr().err.splitlines()
+    starts = [line for line in err if "start: fixture: keyword queries (6)" in line]
+    dones = [line for line in err if "done: fixture: bm25 queries: 6/6 in" in line]
+    assert starts and dones and all(line.startswith("[") for line in err if line)
+    assert any("start: fixture: indexing 6 tools with bm25" in line for line in err)
+    assert main([*args, "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_cli_bench_checks_outputs_before_running(
+    fixture_dir: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def never(*_: Any, **__: Any) -> Any:
+        raise AssertionError("the run started before the outputs were checked")
+
+    monkeypatch.setattr("toolsearch.bench.runner.run_benchmark", never)
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    base = ["bench", "--dataset", str(fixture_dir), "--backend", "keyword", "--quiet"]
+    assert main([*base, "--report", str(blocker / "report")]) == 2
+    err = capsys.readouterr().err
+    assert "--report: cannot write here" in err and "checked before running" in err
+    assert main([*base, "--json-out", str(tmp_path)]) == 2
+    assert "--json-out: is a folder" in capsys.readouterr().err
+    assert main([*base, "--run-dir", str(blocker)]) == 2
+    assert "--run-dir: cannot write here" in capsys.readouterr().err
+
+
+def test_cli_bench_says_where_public_sets_are_looked_for(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("TOOLSEARCH_SHARED_DATASETS", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert main(["bench", "--dataset", "metatool", "--backend", "keyword", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "dataset 'metatool' not found" in err
+    assert "$TOOLSEARCH_SHARED_DATASETS (not set)" in err
+    assert str(tmp_path.parent / "shared" / "datasets") in err and "neither exists" in err
+
+
+def test_cli_bench_split_is_recorded(fixture_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "dev.json"
+    args = ["bench", "--dataset", str(fixture_dir), "--backend", "keyword", "--quiet"]
+    assert main([*args, "--split", "dev", "--json-out", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["split"] == "dev" and data["datasets"]["fixture"]["split"] == "dev"
+    assert data["datasets"]["fixture"]["n_queries"] == 4  # k1, r1, x1, n2
+    # a baseline of the dev half does not gate a run of all queries
+    assert main([*args, "--baseline", str(out)]) == 1
+
+
+def test_scaling_marks_over_budget_and_cached_points(fixture_dir: Path, tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    from toolsearch.bench.report import plot_scaling
+    from toolsearch.bench.scaling import uses_persistent_cache
+
+    class SlowCached(Scripted):
+        def _build(self, tools: list[Tool]) -> None:
+            import time
+
+            time.sleep(0.3)
+            super()._build(tools)
+
+        def params(self) -> dict[str, object]:
+            return {"member_params": {"embedding": {"cache": "/tmp/vectors.sqlite"}}}
+
+    dataset = load_dataset(fixture_dir)
+    scaling = measure_scaling(
+        dataset.tools,
+        dataset.queries,
+        [BackendSpec("slow", SlowCached), BackendSpec("quick", Scripted)],
+        sizes=(10, 11, 12),
+        n_queries=2,
+        budget_seconds=0.2,
+    )
+    (point,) = scaling.points["slow"]  # measured, took longer than the budget: ends the curve
+    assert point.over_budget and point.cached and point.seconds > 0.2
+    assert scaling.skipped["slow"] == [
+        f"11 tools: skipped, 10 tools took {point.seconds:.0f} s > budget",
+        "12 tools: skipped after a smaller size was over budget",
+    ]
+    quick = scaling.points["quick"]
+    assert [p.size for p in quick] == [10, 11, 12]
+    assert not any(p.over_budget or p.cached for p in quick)
+    assert uses_persistent_cache({"cache_dir": "x"}) and not uses_persistent_cache({"cache": None})
+    assert plot_scaling(scaling, tmp_path / "plot.png").read_bytes()[:4] == b"\x89PNG"

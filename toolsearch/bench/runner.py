@@ -267,7 +267,29 @@ def resolve_dataset(spec: str | Path) -> Path:
     if shared is not None:
         names += sorted(p.name for p in shared.iterdir() if (p / "qrels.tsv").is_file())
     listing = ", ".join(names) or "none"
-    raise BenchError(f"dataset {text!r} not found: not a folder, and not a known name ({listing})")
+    raise BenchError(
+        f"dataset {text!r} not found: not a folder, and not a known name ({listing}); "
+        f"{_where_public_sets_are()}"
+    )
+
+
+def _where_public_sets_are() -> str:
+    """Where public sets (metatool, bfcl, ...) are looked for, and what was found there."""
+    from toolsearch.datasets import shared_datasets_dir
+
+    configured = os.environ.get("TOOLSEARCH_SHARED_DATASETS")
+    default = Path.cwd().parent / "shared" / "datasets"
+    shared = shared_datasets_dir()
+    env = (
+        f"$TOOLSEARCH_SHARED_DATASETS={configured}"
+        if configured
+        else ("$TOOLSEARCH_SHARED_DATASETS (not set)")
+    )
+    found = f"using {shared}" if shared is not None else "neither exists"
+    return (
+        f"public sets are looked for in {env}, then in {default} (../shared/datasets from "
+        f"the working directory): {found}"
+    )
 
 
 def split_queries(queries: Sequence[Query], split: str) -> list[Query]:
