@@ -87,14 +87,14 @@ def _script(name: str) -> ModuleType:
     return module
 
 
-def _bench_keyword_table(data: Any) -> str:
-    table: str = _script("bench_keyword").markdown(data)
-    return table
+def script_table(script: str, key: str | None = None) -> Render:
+    """The ``markdown`` function of ``benchmarks/<script>.py``, fed the JSON (or its ``key``)."""
 
+    def draw(data: Any) -> str:
+        table: str = _script(script).markdown(data if key is None else data[key])
+        return table
 
-def _bench_backends_table(data: Any) -> str:
-    table: str = _script("bench_backends").markdown(data["results"])
-    return table
+    return draw
 
 
 def _quality(dataset: str, extra: str = "") -> str:
@@ -131,13 +131,13 @@ REGISTRY: tuple[Result, ...] = (
         "bench_keyword",
         "python benchmarks/bench_keyword.py --tools 10000 "
         "--out benchmarks/results/bench_keyword.json",
-        {"bench_keyword": _bench_keyword_table},
+        {"bench_keyword": script_table("bench_keyword")},
     ),
     Result(
         "bench_backends",
         "python benchmarks/bench_backends.py --sizes 1000,10000,100000 "
         "--backends keyword,bm25,fts5 --out benchmarks/results/bench_backends.json",
-        {"bench_backends": _bench_backends_table},
+        {"bench_backends": script_table("bench_backends", "results")},
     ),
     Result(
         "baseline",
