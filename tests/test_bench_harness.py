@@ -643,3 +643,19 @@ def test_scaling_marks_over_budget_and_cached_points(fixture_dir: Path, tmp_path
     assert not any(p.over_budget or p.cached for p in quick)
     assert uses_persistent_cache({"cache_dir": "x"}) and not uses_persistent_cache({"cache": None})
     assert plot_scaling(scaling, tmp_path / "plot.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_the_bench_package_exports_its_public_surface_lazily() -> None:
+    import subprocess
+    import sys
+
+    import toolsearch.bench as bench
+
+    for name in bench.__all__:
+        assert getattr(bench, name) is not None
+    assert bench.run_benchmark is run_benchmark
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        _ = bench.nope  # type: ignore[attr-defined]
+    code = "import sys, toolsearch.bench; print('ranx' in sys.modules, 'numpy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]

@@ -1,19 +1,69 @@
 """The benchmark harness: retrieval quality and speed of backends on labeled datasets.
 
-Modules, by concept (import them directly; nothing heavy is imported here):
+Modules, by concept:
 
 ``runner``        every query through the full ToolSearch path, per backend and dataset
-``metrics``       recall@k, hit@k, complete@k, mrr@k, ndcg@k (ranx), false positives
+``metrics``       recall@k, hit@k, complete@k, mrr@k, ndcg@k (ranx; qrels groups), false positives
+``confidence``    bootstrap confidence intervals over queries
 ``costs``         latency percentiles and request tokens with and without tool search
-``significance``  paired tests between backends (ranx ``compare``)
+``significance``  paired tests between backends (ranx ``compare``), Holm/Bonferroni correction
 ``artefacts``     the results JSON and TREC run files
 ``report``        tables, the Markdown report and its PNG plots
+``tables``        the published Markdown tables of a saved results JSON
 ``scaling``       latency against catalogue size on generated catalogues
-``gate``          the regression gate against a saved baseline
+``gate``          the regression gate against a saved baseline (overall and per style)
 ``beir``          BEIR import and export
-``progress``      progress reporting (silent in the library, rich bars in the CLI)
+``progress``      progress reporting (silent in the library, bars or plain lines in the CLI)
 
-The ``toolsearch bench`` and ``toolsearch dataset`` commands are thin shells over these.
+The names below are the public surface, imported on first use (importing this package imports
+nothing heavy)::
+
+    from toolsearch.bench import BackendSpec, default_metrics, run_benchmark, write_json
+
+    result = run_benchmark(["mcp-workbench"], [BackendSpec.registered("bm25")],
+                           default_metrics(), split="test")
+
+The ``toolsearch bench`` and ``toolsearch dataset`` commands are thin shells over these; the
+protocol is in ``docs/benchmark.md``.
 """
 
-__all__: list[str] = []
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+#: Public name → the module that defines it.
+_EXPORTS: dict[str, str] = {
+    "BackendSpec": "runner",
+    "BenchError": "errors",
+    "BenchResult": "runner",
+    "Metric": "metrics",
+    "bootstrap_interval": "confidence",
+    "check_regressions": "gate",
+    "compare_backends": "significance",
+    "default_metrics": "metrics",
+    "export_beir": "beir",
+    "import_beir": "beir",
+    "load_results": "artefacts",
+    "parse_metrics": "metrics",
+    "per_query_scores": "metrics",
+    "result_to_json": "artefacts",
+    "run_benchmark": "runner",
+    "write_json": "artefacts",
+    "write_report": "report",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'toolsearch.bench' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"toolsearch.bench.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])
