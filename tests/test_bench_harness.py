@@ -322,6 +322,7 @@ def test_significance_between_two_backends(fixture_dir: Path) -> None:
     assert sig is not None
     assert sig.n_queries == 4 and sig.test == "student"
     assert "paired Student's t-test" in sig.describe() and "n = 4 queries" in sig.describe()
+    assert "one pair per metric, so no multiple-comparison correction applies" in sig.describe()
     assert sig.metrics == ("recall@5", "mrr@10", "ndcg@10")  # the default selection
     pair = next(p for p in sig.pairs if p.metric == "mrr@10")
     assert (pair.a, pair.b) == ("scripted", "reversed")
@@ -449,6 +450,8 @@ def test_cli_bench_errors(
     assert "rejected options ['nope']" in capsys.readouterr().err
     assert main([*base, "--max-drop", "0.1"]) == 2
     assert "--max-drop needs --baseline" in capsys.readouterr().err
+    assert main([*base, "--style-max-drop", "0.1"]) == 2
+    assert "--style-max-drop needs --baseline" in capsys.readouterr().err
     assert main(["bench", "--dataset", str(tmp_path / "missing"), "--backend", "keyword"]) == 2
     assert "not found" in capsys.readouterr().err
     bad = tmp_path / "bad.json"
@@ -659,3 +662,25 @@ def test_the_bench_package_exports_its_public_surface_lazily() -> None:
     code = "import sys, toolsearch.bench; print('ranx' in sys.modules, 'numpy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_a_missing_bench_extra_names_the_harness_not_a_backend(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import builtins
+
+    from toolsearch.bench._ranx import import_ranx
+
+    real_import = builtins.__import__
+
+    def no_ranx(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "ranx":
+            raise ImportError("No module named 'ranx'", name="ranx")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_ranx)
+    with pytest.raises(MissingExtraError) as info:
+        import_ranx()
+    assert str(info.value) == (
+        "the benchmark harness needs ranx; install it with: pip install 'toolsearch[bench]'"
+    )

@@ -90,12 +90,14 @@ class UnknownBackendError(BackendError, LookupError):
 class MissingExtraError(BackendError, ImportError):
     """A backend's optional dependencies are missing; the message has the install line."""
 
-    def __init__(self, backend: str, extra: str, missing: Sequence[str]) -> None:
+    def __init__(
+        self, backend: str, extra: str, missing: Sequence[str], *, what: str | None = None
+    ) -> None:
         self.backend = backend
         self.extra = extra
         self.missing = list(missing)
         self.install_command = f"pip install 'toolsearch[{extra}]'"
+        subject = what or f"backend {backend!r}"  # ``what`` names a feature that is no backend
         super().__init__(
-            f"backend {backend!r} needs {', '.join(self.missing)}; "
-            f"install it with: {self.install_command}"
+            f"{subject} needs {', '.join(self.missing)}; install it with: {self.install_command}"
         )

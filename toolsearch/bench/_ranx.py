@@ -21,7 +21,9 @@ def import_ranx() -> Any:
     try:
         import ranx
     except ImportError as exc:
-        raise MissingExtraError("bench", "bench", [exc.name or "ranx"]) from exc
+        raise MissingExtraError(
+            "bench", "bench", [exc.name or "ranx"], what="the benchmark harness"
+        ) from exc
     return ranx
 
 

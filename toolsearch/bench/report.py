@@ -266,7 +266,9 @@ def _figure(width: float = 7.0, height: float = 4.5) -> Any:
     except ImportError as exc:
         from toolsearch.errors import MissingExtraError
 
-        raise MissingExtraError("bench report", "bench", [exc.name or "matplotlib"]) from exc
+        raise MissingExtraError(
+            "bench report", "bench", [exc.name or "matplotlib"], what="the bench report's plots"
+        ) from exc
     return Figure(figsize=(width, height), layout="constrained")
 
 

@@ -95,7 +95,9 @@ class Significance:
     def describe(self) -> str:
         """One line: the test, the correction, the number of queries and the threshold."""
         correction = CORRECTIONS[self.correction]
-        if self.correction != "none":
+        if self.correction != "none" and self.family_size == 1:
+            correction = "one pair per metric, so no multiple-comparison correction applies"
+        elif self.correction != "none":
             correction += f" over the {self.family_size} pairs of each metric"
         return (
             f"{self.test_name} (ranx compare), n = {self.n_queries} queries, "
