@@ -391,6 +391,34 @@ def _maxrss_kb() -> int:
 # --------------------------------------------------------------------------- running
 
 
+def _indexed(
+    catalogue: list[Tool],
+    backend: SearchBackend,
+    spec: BackendSpec,
+    dataset_name: str,
+    depth: int,
+    progress: Progress,
+) -> ToolSearch:
+    """The ToolSearch over ``catalogue``, built and warmed up (the timed index step)."""
+    label = f"{dataset_name}: indexing {len(catalogue)} tools with {spec.name}"
+    try:
+        if spec.draws_progress:
+            engine = ToolSearch(catalogue, backend=backend, max_results_cap=depth)
+        else:
+            with progress.task(label):
+                engine = ToolSearch(catalogue, backend=backend, max_results_cap=depth)
+        # One warm-up call, timed with the build: lazy set-up (a model loaded on first use) is
+        # charged once, to the index time, whatever state a persistent cache is in.
+        engine.search(WARM_UP_QUERY, depth)
+    except ToolSearchError:
+        raise
+    except Exception as exc:
+        raise BackendError(
+            f"backend {spec.name!r} failed to index {dataset_name}: {_describe(exc)}"
+        ) from exc
+    return engine
+
+
 def run_backend(
     tools: Sequence[Tool],
     queries: Sequence[Query],
@@ -408,23 +436,8 @@ def run_backend(
     gc.collect()
     memory.start()
     backend = spec.factory()
-    label = f"{dataset_name}: indexing {len(catalogue)} tools with {spec.name}"
     started = time.perf_counter()
-    try:
-        if spec.draws_progress:
-            engine = ToolSearch(catalogue, backend=backend, max_results_cap=depth)
-        else:
-            with progress.task(label):
-                engine = ToolSearch(catalogue, backend=backend, max_results_cap=depth)
-        # One warm-up call, timed with the build: lazy set-up (a model loaded on first use) is
-        # charged once, to the index time, whatever state a persistent cache is in.
-        engine.search(WARM_UP_QUERY, depth)
-    except ToolSearchError:
-        raise
-    except Exception as exc:
-        raise BackendError(
-            f"backend {spec.name!r} failed to index {dataset_name}: {_describe(exc)}"
-        ) from exc
+    engine = _indexed(catalogue, backend, spec, dataset_name, depth, progress)
     index_seconds = time.perf_counter() - started
     outcomes: list[QueryOutcome] = []
     clock = time.perf_counter_ns
@@ -547,18 +560,7 @@ def run_benchmark(
     progress = progress or NoProgress()
     bench = BenchResult(__version__, list(metrics), split, skipped=dict(skipped or {}))
     for item in datasets:
-        dataset = item if isinstance(item, Dataset) else load_dataset(resolve_dataset(item))
-        if dataset.name in bench.datasets:
-            raise BenchError(
-                f"two datasets are named {dataset.name!r} ({dataset.path}); benchmark them "
-                "separately or rename one folder"
-            )
-        if not dataset.queries:
-            where = f" ({dataset.path})" if dataset.path else ""
-            raise BenchError(
-                f"dataset {dataset.name!r}{where} has no queries: it is a catalogue only, "
-                "nothing to benchmark"
-            )
+        dataset = _benchmarkable(item, bench)
         queries = sample_queries(split_queries(dataset.queries, split), limit)
         if not queries:
             raise BenchError(f"dataset {dataset.name!r} has no query in the {split!r} split")
@@ -584,6 +586,23 @@ def run_benchmark(
             _add_significance(entry, tested, significance_test, max_p, depth, correction)
         bench.datasets[dataset.name] = entry
     return bench
+
+
+def _benchmarkable(item: Dataset | str | Path, bench: BenchResult) -> Dataset:
+    """The dataset ``item`` names, loaded, with a name not yet used and some queries."""
+    dataset = item if isinstance(item, Dataset) else load_dataset(resolve_dataset(item))
+    if dataset.name in bench.datasets:
+        raise BenchError(
+            f"two datasets are named {dataset.name!r} ({dataset.path}); benchmark them "
+            "separately or rename one folder"
+        )
+    if not dataset.queries:
+        where = f" ({dataset.path})" if dataset.path else ""
+        raise BenchError(
+            f"dataset {dataset.name!r}{where} has no queries: it is a catalogue only, "
+            "nothing to benchmark"
+        )
+    return dataset
 
 
 def _add_significance(

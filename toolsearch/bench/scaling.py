@@ -27,7 +27,7 @@ from toolsearch.bench.costs import percentile
 from toolsearch.bench.errors import BenchError
 from toolsearch.bench.metrics import RUN_DEPTH
 from toolsearch.bench.progress import NoProgress, Progress
-from toolsearch.bench.runner import BackendSpec, run_backend, sample_queries
+from toolsearch.bench.runner import BackendResult, BackendSpec, run_backend, sample_queries
 from toolsearch.dataset import Query
 from toolsearch.synth import scale_catalog
 from toolsearch.tool import Tool
@@ -115,6 +115,21 @@ def _skip_reason(points: Sequence[ScalePoint], size: int, budget: float) -> str 
     return None
 
 
+def _point(run: BackendResult, size: int, budget_seconds: float) -> ScalePoint:
+    latencies = [o.latency_ms for o in run.outcomes]
+    seconds = run.index_seconds + sum(latencies) / 1000
+    return ScalePoint(
+        size=size,
+        index_seconds=run.index_seconds,
+        p50_ms=round(percentile(latencies, 50), 3),
+        p95_ms=round(percentile(latencies, 95), 3),
+        n_queries=len(latencies),
+        seconds=round(seconds, 3),
+        over_budget=seconds > budget_seconds,
+        cached=uses_persistent_cache(run.params),
+    )
+
+
 def measure_scaling(
     base_tools: Sequence[Tool],
     queries: Sequence[Query],
@@ -161,20 +176,7 @@ def measure_scaling(
                 depth=depth,
                 progress=progress,
             )
-            latencies = [o.latency_ms for o in run.outcomes]
-            seconds = run.index_seconds + sum(latencies) / 1000
-            points.append(
-                ScalePoint(
-                    size=size,
-                    index_seconds=run.index_seconds,
-                    p50_ms=round(percentile(latencies, 50), 3),
-                    p95_ms=round(percentile(latencies, 95), 3),
-                    n_queries=len(sample),
-                    seconds=round(seconds, 3),
-                    over_budget=seconds > budget_seconds,
-                    cached=uses_persistent_cache(run.params),
-                )
-            )
+            points.append(_point(run, size, budget_seconds))
         result.points[spec.name] = points
         if skipped:
             result.skipped[spec.name] = skipped

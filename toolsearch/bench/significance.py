@@ -183,29 +183,8 @@ def compare_backends(
 
     A pair whose per-query values are identical has p = 1 (the t-test is undefined there).
     """
-    if correction not in CORRECTIONS:
-        raise BenchError(f"unknown correction {correction!r}; choose from {', '.join(CORRECTIONS)}")
-    if test not in STAT_TESTS:
-        raise BenchError(f"unknown significance test {test!r}; choose from {', '.join(STAT_TESTS)}")
-    if not 0 < max_p < 1:
-        raise BenchError(f"the p-value threshold must be between 0 and 1, got {max_p}")
-    testable = significance_metrics(metrics)
-    untestable = [m.name for m in metrics if m not in testable]
-    if untestable or not testable:
-        raise BenchError(
-            f"cannot test {', '.join(untestable) or 'an empty metric list'} for significance: "
-            "the paired tests cover ranx's recall@k, hit@k, mrr@k and ndcg@k "
-            "(complete@k and false_positive_rate have no ranx implementation)"
-        )
+    testable = _check_request(qrels, ranked, metrics, test, max_p, correction)
     names = list(ranked)
-    if len(names) < 2:
-        raise BenchError("significance tests need at least two backends")
-    if len(qrels) < 2:
-        raise BenchError("significance tests need at least two judged queries")
-    for name in names:
-        missing = [qid for qid in qrels if qid not in ranked[name]]
-        if missing:
-            raise BenchError(f"backend {name!r} has no result for query {missing[0]!r}")
     ranx = import_ranx()
     view_qrels, views = group_view(qrels, groups, {name: ranked[name] for name in names})
     ranx_qrels, ranx_runs = to_ranx(
@@ -225,11 +204,66 @@ def compare_backends(
             random_seed=42,
             make_comparable=False,
         )
+    pairs = _pair_tests(report, names, metric_of, len(qrels), correction, max_p)
+    return Significance(
+        test=test,
+        test_name=STAT_TESTS[test],
+        n_queries=len(qrels),
+        max_p=max_p,
+        metrics=tuple(metric_of.values()),
+        pairs=tuple(pairs),
+        correction=correction,
+    )
+
+
+def _check_request(
+    qrels: Mapping[str, Mapping[str, int]],
+    ranked: Mapping[str, Mapping[str, Sequence[str]]],
+    metrics: Sequence[Metric],
+    test: str,
+    max_p: float,
+    correction: str,
+) -> list[Metric]:
+    """Validate a :func:`compare_backends` call; the metrics to test."""
+    if correction not in CORRECTIONS:
+        raise BenchError(f"unknown correction {correction!r}; choose from {', '.join(CORRECTIONS)}")
+    if test not in STAT_TESTS:
+        raise BenchError(f"unknown significance test {test!r}; choose from {', '.join(STAT_TESTS)}")
+    if not 0 < max_p < 1:
+        raise BenchError(f"the p-value threshold must be between 0 and 1, got {max_p}")
+    testable = significance_metrics(metrics)
+    untestable = [m.name for m in metrics if m not in testable]
+    if untestable or not testable:
+        raise BenchError(
+            f"cannot test {', '.join(untestable) or 'an empty metric list'} for significance: "
+            "the paired tests cover ranx's recall@k, hit@k, mrr@k and ndcg@k "
+            "(complete@k and false_positive_rate have no ranx implementation)"
+        )
+    if len(ranked) < 2:
+        raise BenchError("significance tests need at least two backends")
+    if len(qrels) < 2:
+        raise BenchError("significance tests need at least two judged queries")
+    for name, run in ranked.items():
+        missing = [qid for qid in qrels if qid not in run]
+        if missing:
+            raise BenchError(f"backend {name!r} has no result for query {missing[0]!r}")
+    return testable
+
+
+def _pair_tests(
+    report: Any,
+    names: Sequence[str],
+    metric_of: Mapping[str, str],
+    n_queries: int,
+    correction: str,
+    max_p: float,
+) -> list[PairTest]:
+    """Every pair's result from a ranx report, with each metric's p-values corrected."""
     raw: dict[tuple[str, str, str], float] = {}
     for a, b in combinations(names, 2):
         for ranx_name in metric_of:
             p_value = float(report.comparisons[a, b][ranx_name]["p_value"])
-            if math.isnan(p_value) or report.win_tie_loss[(a, b)][ranx_name]["T"] == len(qrels):
+            if math.isnan(p_value) or report.win_tie_loss[(a, b)][ranx_name]["T"] == n_queries:
                 p_value = 1.0
             raw[a, b, ranx_name] = p_value
     adjusted: dict[tuple[str, str, str], float] = {}
@@ -251,12 +285,4 @@ def compare_backends(
         )
         for (a, b, ranx_name), p_value in raw.items()
     ]
-    return Significance(
-        test=test,
-        test_name=STAT_TESTS[test],
-        n_queries=len(qrels),
-        max_p=max_p,
-        metrics=tuple(metric_of.values()),
-        pairs=tuple(pairs),
-        correction=correction,
-    )
+    return pairs
