@@ -127,12 +127,14 @@ def quality_table(entry: DatasetResult, metrics: Sequence[Metric]) -> TextTable:
 
 
 def _with_interval(run: Any, name: str) -> str:
-    """``0.812±0.021``: the mean and half the width of its bootstrap interval."""
+    """``.812±.021``: the mean and half the width of its bootstrap interval (leading zeros
+    dropped so the cell stays narrow)."""
     value = run.metrics.get(name)
     bounds = run.intervals.get(name)
     if value is None or bounds is None:
         return _num(value)
-    return f"{value:.3f}±{(bounds[1] - bounds[0]) / 2:.3f}"
+    half = (bounds[1] - bounds[0]) / 2
+    return f"{_num(value).removeprefix('0')}±{_num(half).removeprefix('0')}"
 
 
 def cost_table(entry: DatasetResult) -> TextTable:
