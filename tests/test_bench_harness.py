@@ -257,6 +257,8 @@ def test_json_schema_exactly(fixture_dir: Path, tmp_path: Path) -> None:
     entry = data["datasets"]["fixture"]
     assert set(entry) == {
         "n_queries",
+        "n_positives",
+        "n_negatives",
         "n_tools",
         "sha256",
         "split",
@@ -265,6 +267,7 @@ def test_json_schema_exactly(fixture_dir: Path, tmp_path: Path) -> None:
         "backends",
     }
     assert entry["split"] == "all" and entry["significance"] is None
+    assert (entry["n_positives"], entry["n_negatives"]) == (4, 2)
     assert entry["style_counts"]["negative"] == {"queries": 2, "positives": 0, "negatives": 2}
     assert entry["style_counts"]["request"] == {"queries": 2, "positives": 2, "negatives": 0}
     assert entry["sha256"] == load_dataset(fixture_dir).sha256()

@@ -97,6 +97,8 @@ RESULTS = {
     "datasets": {
         "ds": {
             "n_queries": 30,
+            "n_positives": 20,
+            "n_negatives": 10,
             "n_tools": 7,
             "sha256": "0123456789abcdef",
             "split": "test",

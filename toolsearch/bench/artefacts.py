@@ -3,7 +3,8 @@
 The JSON (``--json-out``) is one object::
 
     {"toolsearch_version": "0.1.0", "split": "test",
-     "datasets": {NAME: {"n_queries": int, "n_tools": int, "sha256": str,
+     "datasets": {NAME: {"n_queries": int, "n_positives": int, "n_negatives": int,
+       "n_tools": int, "sha256": str,
        "split": "dev" | "test" | "all",       # which half of the queries was scored
        "style_counts": {STYLE: {"queries": int, "positives": int, "negatives": int}},
        "significance": {...} | null,          # the paired tests (Significance.to_dict())
@@ -70,6 +71,8 @@ def result_to_json(result: BenchResult) -> dict[str, Any]:
             }
         datasets[name] = {
             "n_queries": entry.n_queries,
+            "n_positives": len(entry.qrels),
+            "n_negatives": len(entry.negative_ids),
             "n_tools": entry.n_tools,
             "sha256": entry.sha256,
             "split": entry.split,

@@ -69,9 +69,8 @@ def _ordered(entry: Mapping[str, Any], by: str) -> list[tuple[str, Mapping[str, 
 
 
 def _counts(entry: Mapping[str, Any]) -> tuple[int, int]:
-    """Positive and negative queries of the run, from its per-style counts."""
-    counts = entry.get("style_counts", {}).values()
-    return sum(c.get("positives", 0) for c in counts), sum(c.get("negatives", 0) for c in counts)
+    """Positive and negative queries of the run."""
+    return int(entry.get("n_positives", 0)), int(entry.get("n_negatives", 0))
 
 
 def headline_table(
