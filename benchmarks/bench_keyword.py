@@ -115,19 +115,27 @@ def compare(n: int) -> dict[str, object]:
     }
 
 
+def markdown(rows: list[dict[str, object]]) -> str:
+    """The results (``--out`` JSON) as the README's Markdown table."""
+    lines = [
+        "| tools | indexed p50 ms | naive p50 ms | speed-up (total) | equal |",
+        "|---:|---:|---:|---:|:---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['tools']} | {r['indexed_p50_ms']} | {r['naive_p50_ms']} | "
+            f"{r['speedup']}x | {'yes' if r['results_equal'] else 'NO'} |"
+        )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--tools", default="10000", help="comma-separated catalogue sizes")
     parser.add_argument("--out", help="write the results as JSON here")
     args = parser.parse_args(argv)
     rows = [compare(int(n)) for n in args.tools.split(",")]
-    print("| tools | indexed p50 ms | naive p50 ms | speed-up (total) | equal |")
-    print("|---:|---:|---:|---:|:---:|")
-    for r in rows:
-        print(
-            f"| {r['tools']} | {r['indexed_p50_ms']} | {r['naive_p50_ms']} | "
-            f"{r['speedup']}x | {'yes' if r['results_equal'] else 'NO'} |"
-        )
+    print(markdown(rows))
     if args.out:
         Path(args.out).write_text(json.dumps(rows, indent=2) + "\n")
     return 0 if all(r["results_equal"] for r in rows) else 1

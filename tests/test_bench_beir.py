@@ -198,6 +198,8 @@ def test_dataset_cli(dataset_dir: Path, tmp_path: Path, capsys: pytest.CaptureFi
     summary = json.loads(capsys.readouterr().out)
     assert summary["tools"] == 5 and summary["queries"] == 4
     assert summary["negative_queries"] == 1 and summary["multi_tool_queries"] == 1
+    assert summary["queries_with_alternatives"] == 0
+    assert summary["dev_queries"] + summary["test_queries"] == 4
     assert summary["servers"] == 3 and summary["styles"] == {
         "keywords": 1,
         "request": 1,
@@ -262,3 +264,14 @@ def test_beir_groups_must_match_the_split_judgements(tmp_path: Path) -> None:
     )
     with pytest.raises(CatalogError, match=r"metadata.qrel_groups.*mismatch: b"):
         read_beir(folder)
+
+
+def test_validate_counts_groups_not_rows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    groups = {"r1": {"mcp__mail__send_email": "g", "mcp__calendar__create_event": "g"}}
+    folder = write_dataset(Dataset("g", TOOLS, QUERIES, QRELS, None, groups), tmp_path / "g").path
+    assert main(["dataset", "validate", str(folder), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    # r1 lists two tools, but they are alternatives: it needs one
+    assert summary["multi_tool_queries"] == 0 and summary["queries_with_alternatives"] == 1

@@ -118,3 +118,74 @@ def test_bad_gate_inputs() -> None:
     bad = results(**{"recal@5": 0.8})
     with pytest.raises(BenchError, match="unknown metric 'recal@5'"):
         check_regressions(bad, bad, 0.01)
+
+
+def styled(hard_recall: float, fpr: float, *, hard_n: int = 60, neg_n: int = 60) -> dict[str, Any]:
+    data = results(**{"recall@5": 0.80, "false_positive_rate": 0.30})
+    entry = data["datasets"]["ds"]
+    entry["split"] = "test"
+    entry["style_counts"] = {
+        "hard": {"queries": hard_n, "positives": hard_n, "negatives": 0},
+        "keywords": {"queries": 12, "positives": 12, "negatives": 0},
+        "negative": {"queries": neg_n, "positives": 0, "negatives": neg_n},
+    }
+    for run in entry["backends"].values():
+        run["by_style"] = {
+            "hard": {"recall@5": hard_recall},
+            "keywords": {"recall@5": 0.99},
+            "negative": {"false_positive_rate": fpr},
+        }
+    return data
+
+
+def test_a_regression_on_one_style_fails_even_when_the_aggregate_holds() -> None:
+    base = styled(0.50, 0.30)
+    now = styled(0.45, 0.30)  # hard drops 5 points; the aggregate recall@5 is unchanged
+    gate = check_regressions(base, now, 0.01)
+    assert not gate.passed
+    assert {(r.backend, r.style, r.metric) for r in gate.regressions} == {
+        ("keyword", "hard", "recall@5"),
+        ("bm25", "hard", "recall@5"),
+    }
+    assert (
+        "ds/keyword [hard]: recall@5 0.5000 → 0.4500 (-0.0500) > max drop 0.01" in (gate.lines()[0])
+    )
+    # the per-style allowance is its own
+    assert check_regressions(base, now, 0.01, style_max_drop=0.06).passed
+
+
+def test_the_false_positive_rate_of_the_negative_style_is_gated() -> None:
+    gate = check_regressions(styled(0.5, 0.30), styled(0.5, 0.40), 0.01)
+    assert {(r.style, r.metric) for r in gate.regressions} == {("negative", "false_positive_rate")}
+
+
+def test_small_styles_are_listed_but_not_gated() -> None:
+    base, now = styled(0.50, 0.30), styled(0.50, 0.30)
+    for run in now["datasets"]["ds"]["backends"].values():
+        run["by_style"]["keywords"]["recall@5"] = 0.5  # 12 queries: below the minimum
+    gate = check_regressions(base, now, 0.01)
+    assert gate.passed
+    assert "style not gated: ds [keywords] positives: 12 < 50 queries" in gate.lines()
+    assert gate.compared_styles == 4  # hard and negative, two backends
+    assert gate.lines()[-1] == (
+        "gate passed: 4 quality metrics within 0.01 of the baseline, "
+        "and 4 per-style metrics within 0.01"
+    )
+    # a lower minimum gates it
+    assert not check_regressions(base, now, 0.01, min_style_queries=10).passed
+    with pytest.raises(BenchError, match="--min-style-queries must be a positive integer"):
+        check_regressions(base, now, 0.01, min_style_queries=0)
+
+
+def test_a_style_missing_from_the_run_and_a_different_split_fail() -> None:
+    base, now = styled(0.50, 0.30), styled(0.50, 0.30)
+    del now["datasets"]["ds"]["backends"]["bm25"]["by_style"]["hard"]
+    gate = check_regressions(base, now, 0.01)
+    assert gate.problems == [
+        "ds/bm25 [hard]: recall@5 is in the baseline but was not computed "
+        "(run with the same --k / --metrics / --split)"
+    ]
+    now = styled(0.50, 0.30)
+    now["datasets"]["ds"]["split"] = "dev"
+    gate = check_regressions(base, now, 0.01)
+    assert not gate.passed and "split 'dev' differs from the baseline's 'test'" in gate.problems[0]

@@ -252,14 +252,30 @@ def test_json_schema_exactly(fixture_dir: Path, tmp_path: Path) -> None:
     result = _bench(fixture_dir, BackendSpec("scripted", Scripted), significance_test=None)
     path = write_json(result, tmp_path / "out" / "results.json")
     data = json.loads(path.read_text())
-    assert set(data) == {"toolsearch_version", "datasets"}
+    assert set(data) == {"toolsearch_version", "split", "datasets"}
+    assert data["split"] == "all"
     entry = data["datasets"]["fixture"]
-    assert set(entry) == {"n_queries", "n_tools", "sha256", "backends"}
+    assert set(entry) == {
+        "n_queries",
+        "n_positives",
+        "n_negatives",
+        "n_tools",
+        "sha256",
+        "split",
+        "style_counts",
+        "significance",
+        "backends",
+    }
+    assert entry["split"] == "all" and entry["significance"] is None
+    assert (entry["n_positives"], entry["n_negatives"]) == (4, 2)
+    assert entry["style_counts"]["negative"] == {"queries": 2, "positives": 0, "negatives": 2}
+    assert entry["style_counts"]["request"] == {"queries": 2, "positives": 2, "negatives": 0}
     assert entry["sha256"] == load_dataset(fixture_dir).sha256()
     run = entry["backends"]["scripted"]
     assert set(run) == {
         "params",
         "metrics",
+        "ci95",
         "by_style",
         "latency_ms",
         "index_seconds",
@@ -270,6 +286,8 @@ def test_json_schema_exactly(fixture_dir: Path, tmp_path: Path) -> None:
     assert set(run["tokens"]) == {"all_tools", "with_search"}
     assert isinstance(run["index_seconds"], float) and isinstance(run["peak_mb"], float)
     assert run["metrics"]["recall@1"] == pytest.approx(2.5 / 4)
+    low, high = run["ci95"]["recall@1"]
+    assert low <= run["metrics"]["recall@1"] <= high and set(run["ci95"]) == set(run["metrics"])
     assert load_results(path) == data
 
 
@@ -307,6 +325,7 @@ def test_significance_between_two_backends(fixture_dir: Path) -> None:
     assert sig is not None
     assert sig.n_queries == 4 and sig.test == "student"
     assert "paired Student's t-test" in sig.describe() and "n = 4 queries" in sig.describe()
+    assert "one pair per metric, so no multiple-comparison correction applies" in sig.describe()
     assert sig.metrics == ("recall@5", "mrr@10", "ndcg@10")  # the default selection
     pair = next(p for p in sig.pairs if p.metric == "mrr@10")
     assert (pair.a, pair.b) == ("scripted", "reversed")
@@ -434,6 +453,8 @@ def test_cli_bench_errors(
     assert "rejected options ['nope']" in capsys.readouterr().err
     assert main([*base, "--max-drop", "0.1"]) == 2
     assert "--max-drop needs --baseline" in capsys.readouterr().err
+    assert main([*base, "--style-max-drop", "0.1"]) == 2
+    assert "--style-max-drop needs --baseline" in capsys.readouterr().err
     assert main(["bench", "--dataset", str(tmp_path / "missing"), "--backend", "keyword"]) == 2
     assert "not found" in capsys.readouterr().err
     bad = tmp_path / "bad.json"
@@ -466,3 +487,203 @@ def test_cli_bench_report(fixture_dir: Path, tmp_path: Path) -> None:
     args = ["bench", "--dataset", str(fixture_dir), "--backend", "keyword", "--quiet"]
     assert main([*args, "--report", str(report), "--scale-sizes", "20,50"]) == 0
     assert (report / "report.md").is_file() and (report / "latency_scale.png").is_file()
+
+
+def test_holm_and_bonferroni_by_hand() -> None:
+    from toolsearch.bench.significance import adjust_p_values
+
+    p = [0.01, 0.04, 0.03]
+    # Holm: sorted 0.01, 0.03, 0.04 times 3, 2, 1 → 0.03, 0.06, 0.04 → monotone 0.03, 0.06, 0.06
+    assert adjust_p_values(p, "holm") == pytest.approx([0.03, 0.06, 0.06])
+    assert adjust_p_values(p, "bonferroni") == pytest.approx([0.03, 0.12, 0.09])
+    assert adjust_p_values(p, "none") == p
+    assert adjust_p_values([0.5, 0.6], "holm") == pytest.approx([1.0, 1.0])
+    with pytest.raises(BenchError, match="unknown correction 'sidak'"):
+        adjust_p_values(p, "sidak")
+
+
+def test_split_keeps_one_half_of_the_queries(fixture_dir: Path) -> None:
+    from toolsearch.splits import split_of
+
+    halves = {}
+    for split in ("dev", "test"):
+        result = _bench(fixture_dir, BackendSpec("scripted", Scripted), split=split)
+        entry = result.datasets["fixture"]
+        assert result.split == split and entry.split == split
+        ids = [q.id for q in entry.queries]
+        assert ids and all(split_of(qid) == split for qid in ids)
+        halves[split] = set(ids)
+    assert halves["dev"].isdisjoint(halves["test"])
+    assert halves["dev"] | halves["test"] == {q["id"] for q in QUERIES}
+    with pytest.raises(BenchError, match="unknown split 'train'; choose from dev, test, all"):
+        _bench(fixture_dir, BackendSpec("scripted", Scripted), split="train")
+
+
+def test_groups_reach_the_harness_metrics(tmp_path: Path) -> None:
+    # r1 asks for email *or* calendar: either satisfies it, so recall@1 = complete@1 = 1.
+    folder = write_fixture(tmp_path / "grouped")
+    rows = ["query-id\ttool-name\tscore\tgroup"]
+    rows += [f"{q}\t{t}\t{g}\t{'any' if q == 'r1' else t}" for q, t, g in QRELS]
+    (folder / "qrels.tsv").write_text("\n".join(rows) + "\n")
+    result = run_benchmark([folder], [BackendSpec("scripted", Scripted)], METRICS)
+    entry = result.datasets["grouped"]
+    per_query = entry.backends["scripted"].per_query
+    assert per_query["recall@1"]["r1"] == 1.0 and per_query["complete@1"]["r1"] == 1.0
+    assert entry.groups["r1"] == (("mcp__mail__send_email", "mcp__calendar__create_event"),)
+    plain = _bench(write_fixture(tmp_path / "plain"), BackendSpec("scripted", Scripted))
+    assert plain.datasets["plain"].backends["scripted"].per_query["recall@1"]["r1"] == 0.5
+
+
+def test_holm_correction_with_three_backends(fixture_dir: Path) -> None:
+    result = _bench(
+        fixture_dir,
+        BackendSpec("a", Scripted),
+        BackendSpec("b", Reversed),
+        BackendSpec("c", Scripted),
+    )
+    sig = result.datasets["fixture"].significance
+    assert sig is not None and sig.correction == "holm" and sig.family_size == 3
+    assert "Holm-Bonferroni correction over the 3 pairs of each metric" in sig.describe()
+    assert all(p.p_adjusted >= p.p_value for p in sig.pairs)
+    none = (
+        _bench(
+            fixture_dir, BackendSpec("a", Scripted), BackendSpec("b", Reversed), correction="none"
+        )
+        .datasets["fixture"]
+        .significance
+    )
+    assert none is not None and "no multiple-comparison correction" in none.describe()
+
+
+def test_cli_bench_prints_progress_lines_when_not_a_terminal(
+    fixture_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["bench", "--dataset", str(fixture_dir), "--backend", "keyword,bm25", "--k", "1"]
+    assert main(args) == 0
+    err = capsys.readouterr().err.splitlines()
+    starts = [line for line in err if "start: fixture: keyword queries (6)" in line]
+    dones = [line for line in err if "done: fixture: bm25 queries: 6/6 in" in line]
+    assert starts and dones and all(line.startswith("[") for line in err if line)
+    assert any("start: fixture: indexing 6 tools with bm25" in line for line in err)
+    assert main([*args, "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_cli_bench_checks_outputs_before_running(
+    fixture_dir: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def never(*_: Any, **__: Any) -> Any:
+        raise AssertionError("the run started before the outputs were checked")
+
+    monkeypatch.setattr("toolsearch.bench.runner.run_benchmark", never)
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    base = ["bench", "--dataset", str(fixture_dir), "--backend", "keyword", "--quiet"]
+    assert main([*base, "--report", str(blocker / "report")]) == 2
+    err = capsys.readouterr().err
+    assert "--report: cannot write here" in err and "checked before running" in err
+    assert main([*base, "--json-out", str(tmp_path)]) == 2
+    assert "--json-out: is a folder" in capsys.readouterr().err
+    assert main([*base, "--run-dir", str(blocker)]) == 2
+    assert "--run-dir: cannot write here" in capsys.readouterr().err
+
+
+def test_cli_bench_says_where_public_sets_are_looked_for(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("TOOLSEARCH_SHARED_DATASETS", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert main(["bench", "--dataset", "metatool", "--backend", "keyword", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "dataset 'metatool' not found" in err
+    assert "$TOOLSEARCH_SHARED_DATASETS (not set)" in err
+    assert str(tmp_path.parent / "shared" / "datasets") in err and "neither exists" in err
+
+
+def test_cli_bench_split_is_recorded(fixture_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "dev.json"
+    args = ["bench", "--dataset", str(fixture_dir), "--backend", "keyword", "--quiet"]
+    assert main([*args, "--split", "dev", "--json-out", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["split"] == "dev" and data["datasets"]["fixture"]["split"] == "dev"
+    assert data["datasets"]["fixture"]["n_queries"] == 4  # k1, r1, x1, n2
+    # a baseline of the dev half does not gate a run of all queries
+    assert main([*args, "--baseline", str(out)]) == 1
+
+
+def test_scaling_marks_over_budget_and_cached_points(fixture_dir: Path, tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    from toolsearch.bench.report import plot_scaling
+    from toolsearch.bench.scaling import uses_persistent_cache
+
+    class SlowCached(Scripted):
+        def _build(self, tools: list[Tool]) -> None:
+            import time
+
+            time.sleep(0.3)
+            super()._build(tools)
+
+        def params(self) -> dict[str, object]:
+            return {"member_params": {"embedding": {"cache": "/tmp/vectors.sqlite"}}}
+
+    dataset = load_dataset(fixture_dir)
+    scaling = measure_scaling(
+        dataset.tools,
+        dataset.queries,
+        [BackendSpec("slow", SlowCached), BackendSpec("quick", Scripted)],
+        sizes=(10, 11, 12),
+        n_queries=2,
+        budget_seconds=0.2,
+    )
+    (point,) = scaling.points["slow"]  # measured, took longer than the budget: ends the curve
+    assert point.over_budget and point.cached and point.seconds > 0.2
+    assert scaling.skipped["slow"] == [
+        f"11 tools: skipped, 10 tools took {point.seconds:.0f} s > budget",
+        "12 tools: skipped after a smaller size was over budget",
+    ]
+    quick = scaling.points["quick"]
+    assert [p.size for p in quick] == [10, 11, 12]
+    assert not any(p.over_budget or p.cached for p in quick)
+    assert uses_persistent_cache({"cache_dir": "x"}) and not uses_persistent_cache({"cache": None})
+    assert plot_scaling(scaling, tmp_path / "plot.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_the_bench_package_exports_its_public_surface_lazily() -> None:
+    import subprocess
+    import sys
+
+    import toolsearch.bench as bench
+
+    for name in bench.__all__:
+        assert getattr(bench, name) is not None
+    assert bench.run_benchmark is run_benchmark
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        _ = bench.nope  # type: ignore[attr-defined]
+    code = "import sys, toolsearch.bench; print('ranx' in sys.modules, 'numpy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
+
+
+def test_a_missing_bench_extra_names_the_harness_not_a_backend(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import builtins
+
+    from toolsearch.bench._ranx import import_ranx
+
+    real_import = builtins.__import__
+
+    def no_ranx(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "ranx":
+            raise ImportError("No module named 'ranx'", name="ranx")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_ranx)
+    with pytest.raises(MissingExtraError) as info:
+        import_ranx()
+    assert str(info.value) == (
+        "the benchmark harness needs ranx; install it with: pip install 'toolsearch[bench]'"
+    )

@@ -203,3 +203,93 @@ def test_request_tokens_by_hand() -> None:
     assert announcement_text(["b", "a"]) == (
         "<available-deferred-tools>\na\nb\n</available-deferred-tools>"
     )
+
+
+# Alternatives: g1 needs (gmail or outlook) and cal; g2 needs a or b.
+GROUPED_QRELS = {"g1": {"gmail": 1, "outlook": 1, "cal": 2}, "g2": {"a": 1, "b": 1}}
+GROUPS = {"g1": (("gmail", "outlook"), ("cal",)), "g2": (("a", "b"),)}
+GROUPED_RANKED = {"g1": ["outlook", "x", "gmail", "cal"], "g2": ["b", "a"]}
+
+
+def _grouped(*names: str, groups: object = GROUPS) -> dict[str, dict[str, float]]:
+    return per_query_scores(
+        GROUPED_QRELS,
+        GROUPED_RANKED,
+        parse_metrics(list(names)),
+        groups=groups,  # type: ignore[arg-type]
+    )
+
+
+def test_group_metrics_by_hand() -> None:
+    s = _grouped(
+        "recall@1", "recall@3", "recall@4", "complete@3", "complete@4", "complete@1", "hit@1"
+    )
+    # g1: the mail group is satisfied at rank 1 (outlook), cal only at rank 4
+    assert s["recall@1"] == {"g1": 0.5, "g2": 1.0}
+    assert s["recall@3"] == {"g1": 0.5, "g2": 1.0}
+    assert s["recall@4"] == {"g1": 1.0, "g2": 1.0}
+    assert s["complete@3"] == {"g1": 0.0, "g2": 1.0}
+    assert s["complete@4"] == {"g1": 1.0, "g2": 1.0}
+    assert s["complete@1"] == {"g1": 0.0, "g2": 1.0}
+    assert s["hit@1"] == {"g1": 1.0, "g2": 1.0}
+
+
+def test_group_mrr_and_ndcg_by_hand() -> None:
+    s = _grouped("mrr@10", "ndcg@10", "ndcg@1")
+    assert s["mrr@10"] == pytest.approx({"g1": 1.0, "g2": 1.0})
+    # g1: mail group (grade 1) at rank 1, gmail at rank 3 is a redundant alternative (gain 0),
+    # cal (grade 2) at rank 4; ideal: cal then one mail tool.
+    g1 = (1 + 2 / math.log2(5)) / (2 + 1 / math.log2(3))
+    assert s["ndcg@10"] == pytest.approx({"g1": g1, "g2": 1.0})
+    assert s["ndcg@1"] == pytest.approx({"g1": 0.5, "g2": 1.0})
+
+
+def test_without_groups_alternatives_are_all_required() -> None:
+    s = _grouped("recall@1", "recall@3", "complete@3", groups=None)
+    assert s["recall@1"] == pytest.approx({"g1": 1 / 3, "g2": 0.5})
+    assert s["recall@3"] == pytest.approx({"g1": 2 / 3, "g2": 1.0})
+    assert s["complete@3"] == {"g1": 0.0, "g2": 1.0}
+
+
+def test_single_tool_groups_agree_with_ranx_itself() -> None:
+    # Where ranx's definition applies (every group one tool), the values are ranx's own.
+    from ranx import Qrels, Run, evaluate
+
+    names = ["recall@1", "recall@3", "hit@1", "mrr@10", "ndcg@10", "ndcg@3"]
+    singles = {qid: tuple((tool,) for tool in gold) for qid, gold in QRELS.items()}
+    with_groups = per_query_scores(QRELS, RANKED, parse_metrics(names), groups=singles)
+    assert with_groups == per_query_scores(QRELS, RANKED, parse_metrics(names))
+    run = Run({q: rank_scores(r) or {"(none)": 1.0} for q, r in RANKED.items()})
+    ranx_names = [n.replace("hit@", "hit_rate@") for n in names]
+    evaluate(Qrels(QRELS), run, ranx_names, save_results_in_run=True)
+    for ours, theirs in zip(names, ranx_names, strict=True):
+        assert with_groups[ours] == pytest.approx(dict(run.scores[theirs]))
+
+
+def test_group_metrics_match_a_direct_count_on_random_runs() -> None:
+    import random
+
+    rng = random.Random(7)
+    tools = [f"t{i}" for i in range(12)]
+    qrels, groups, ranked = {}, {}, {}
+    for n in range(40):
+        qid = f"q{n}"
+        gold = rng.sample(tools, rng.randint(1, 5))
+        cut = sorted(rng.sample(range(1, len(gold)), rng.randint(0, len(gold) - 1)))
+        parts = [gold[a:b] for a, b in zip([0, *cut], [*cut, len(gold)], strict=True)]
+        qrels[qid] = dict.fromkeys(gold, 1)
+        groups[qid] = tuple(tuple(part) for part in parts)
+        ranked[qid] = rng.sample(tools, rng.randint(0, 12))
+    got = per_query_scores(
+        qrels, ranked, parse_metrics("recall@3,complete@5,hit@2,mrr@10"), groups=groups
+    )
+    for qid, parts in groups.items():
+
+        def satisfied(k: int, qid: str = qid, parts: tuple = parts) -> int:
+            return sum(any(t in ranked[qid][:k] for t in part) for part in parts)
+
+        assert got["recall@3"][qid] == pytest.approx(satisfied(3) / len(parts))
+        assert got["complete@5"][qid] == float(satisfied(5) == len(parts))
+        assert got["hit@2"][qid] == float(satisfied(2) > 0)
+        first = next((r for r, t in enumerate(ranked[qid], 1) if t in qrels[qid]), None)
+        assert got["mrr@10"][qid] == pytest.approx(1 / first if first and first <= 10 else 0.0)

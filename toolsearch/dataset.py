@@ -257,6 +257,32 @@ def _grade(raw: str, layout: QrelsLayout, path: Path, line: int) -> int:
     return int(value)
 
 
+def _check_ids(
+    qid: str,
+    tool_name: str,
+    query_ids: Collection[str],
+    tool_names: Collection[str],
+    layout: QrelsLayout,
+    path: Path,
+    line: int,
+) -> None:
+    if qid not in query_ids:
+        raise CatalogError(
+            f"unknown query {qid!r} (not in {layout.queries_file})",
+            path=path,
+            line=line,
+            field=layout.columns[0],
+        )
+    if tool_name not in tool_names:
+        kind = "tool" if layout.columns[1] == "tool-name" else "document"
+        raise CatalogError(
+            f"unknown {kind} {tool_name!r} (not in {layout.tools_file})",
+            path=path,
+            line=line,
+            field=layout.columns[1],
+        )
+
+
 def read_qrels(
     path: str | Path,
     query_ids: Collection[str],
@@ -287,21 +313,7 @@ def read_qrels(
                 line=number,
             )
         qid, tool_name = cells[0], cells[1]
-        if qid not in query_ids:
-            raise CatalogError(
-                f"unknown query {qid!r} (not in {layout.queries_file})",
-                path=file,
-                line=number,
-                field=layout.columns[0],
-            )
-        if tool_name not in tool_names:
-            raise CatalogError(
-                f"unknown {'tool' if layout.columns[1] == 'tool-name' else 'document'} "
-                f"{tool_name!r} (not in {layout.tools_file})",
-                path=file,
-                line=number,
-                field=layout.columns[1],
-            )
+        _check_ids(qid, tool_name, query_ids, tool_names, layout, file, number)
         if (qid, tool_name) in seen:
             raise CatalogError(
                 f"{qid!r} judges {tool_name!r} twice (first on line {seen[qid, tool_name]})",

@@ -21,7 +21,7 @@ def import_ranx() -> Any:
     try:
         import ranx
     except ImportError as exc:
-        raise MissingExtraError("bench", "bench", [exc.name or "ranx"]) from exc
+        raise MissingExtraError("the benchmark harness", "bench", [exc.name or "ranx"]) from exc
     return ranx
 
 

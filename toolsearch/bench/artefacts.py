@@ -2,11 +2,16 @@
 
 The JSON (``--json-out``) is one object::
 
-    {"toolsearch_version": "0.1.0",
-     "datasets": {NAME: {"n_queries": int, "n_tools": int, "sha256": str,
+    {"toolsearch_version": "0.1.0", "split": "test",
+     "datasets": {NAME: {"n_queries": int, "n_positives": int, "n_negatives": int,
+       "n_tools": int, "sha256": str,
+       "split": "dev" | "test" | "all",       # which half of the queries was scored
+       "style_counts": {STYLE: {"queries": int, "positives": int, "negatives": int}},
+       "significance": {...} | null,          # the paired tests (Significance.to_dict())
        "backends": {BACKEND: {
          "params": {...},                       # the backend's params()
          "metrics": {"recall@5": float, ...},   # over the dataset's queries
+         "ci95": {"recall@5": [low, high], ...},  # bootstrap interval over the queries
          "by_style": {STYLE: {"recall@5": float, ...}},
          "latency_ms": {"p50": float, "p95": float, "p99": float},
          "index_seconds": float, "peak_mb": float,
@@ -57,6 +62,7 @@ def result_to_json(result: BenchResult) -> dict[str, Any]:
             backends[backend] = {
                 "params": _plain(run.params),
                 "metrics": dict(run.metrics),
+                "ci95": {metric: list(bounds) for metric, bounds in run.intervals.items()},
                 "by_style": {style: dict(values) for style, values in run.by_style.items()},
                 "latency_ms": dict(run.latency_ms),
                 "index_seconds": run.index_seconds,
@@ -65,11 +71,20 @@ def result_to_json(result: BenchResult) -> dict[str, Any]:
             }
         datasets[name] = {
             "n_queries": entry.n_queries,
+            "n_positives": len(entry.qrels),
+            "n_negatives": len(entry.negative_ids),
             "n_tools": entry.n_tools,
             "sha256": entry.sha256,
+            "split": entry.split,
+            "style_counts": entry.style_counts(),
+            "significance": entry.significance.to_dict() if entry.significance else None,
             "backends": backends,
         }
-    return {"toolsearch_version": result.toolsearch_version, "datasets": datasets}
+    return {
+        "toolsearch_version": result.toolsearch_version,
+        "split": result.split,
+        "datasets": datasets,
+    }
 
 
 def write_json(result: BenchResult, path: str | Path) -> Path:

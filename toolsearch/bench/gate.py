@@ -3,14 +3,23 @@
 ``toolsearch bench --baseline benchmarks/baseline.json --max-drop 0.01`` fails (exit status 1)
 when any quality metric of any dataset/backend in the baseline got worse by more than
 ``max_drop`` (an absolute difference: 0.01 = one point of recall). "Worse" is lower for every
-metric except ``false_positive_rate``, where it is higher. Latency, index time and memory are
-never gated: on shared machines they are too noisy.
+metric except ``false_positive_rate``, where it is higher. The false-positive rate is gated
+like every other metric. Latency, index time and memory are never gated: on shared machines
+they are too noisy.
+
+Each query style is gated too (``by_style``), so a regression on one style is not diluted by
+the others: with ``style_max_drop`` (default: ``max_drop``) as the allowance, for every style
+with at least ``min_style_queries`` queries of the kind the metric is measured on — positive
+queries for ranked metrics, negative ones for the false-positive rate — counted in the
+baseline's ``style_counts``. Smaller styles are listed as not gated: one query of ten moves a
+metric by 0.1, so gating them would flap.
 
 A comparison that cannot be made fails too, so a gate never passes by accident: a baseline
-entry (dataset, backend or metric) the run did not measure, or a dataset whose content (its
-SHA-256) or number of queries differs from the baseline's — regenerate the baseline when the
-data changes on purpose. When the run was narrowed on purpose (``--dataset`` / ``--backend``),
-only the baseline entries inside that selection are expected.
+entry (dataset, backend, metric or style) the run did not measure, or a dataset whose content
+(its SHA-256), split or number of queries differs from the baseline's — regenerate the
+baseline when the data changes on purpose. When the run was narrowed on purpose
+(``--dataset`` / ``--backend``), only the baseline entries inside that selection are expected.
+See ``docs/benchmark.md``.
 """
 
 from __future__ import annotations
@@ -20,22 +29,27 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolsearch.bench.errors import BenchError
-from toolsearch.bench.metrics import parse_metric
+from toolsearch.bench.metrics import FALSE_POSITIVE_RATE, parse_metric
 
-__all__ = ["GateResult", "Regression", "check_regressions"]
+__all__ = ["MIN_STYLE_QUERIES", "GateResult", "Regression", "check_regressions"]
 
 _EPSILON = 1e-9
+
+#: The fewest queries (of the kind a metric is measured on) a style needs to be gated.
+MIN_STYLE_QUERIES = 50
 
 
 @dataclass(frozen=True, slots=True)
 class Regression:
-    """One metric that got worse by more than allowed."""
+    """One metric that got worse by more than allowed (``style`` None = all queries)."""
 
     dataset: str
     backend: str
     metric: str
     baseline: float
     current: float
+    style: str | None = None
+    allowed: float = 0.0
 
     @property
     def drop(self) -> float:
@@ -45,11 +59,12 @@ class Regression:
         return self.current - self.baseline
 
     def describe(self) -> str:
-        """``dataset/backend: metric 0.812 → 0.790 (-0.022)``."""
+        """``dataset/backend[/style]: metric 0.812 → 0.790 (-0.022)``."""
         direction = "-" if parse_metric(self.metric).higher_is_better else "+"
+        where = f"{self.dataset}/{self.backend}" + (f" [{self.style}]" if self.style else "")
         return (
-            f"{self.dataset}/{self.backend}: {self.metric} {self.baseline:.4f} → "
-            f"{self.current:.4f} ({direction}{self.drop:.4f})"
+            f"{where}: {self.metric} {self.baseline:.4f} → {self.current:.4f} "
+            f"({direction}{self.drop:.4f})"
         )
 
 
@@ -58,9 +73,13 @@ class GateResult:
     """The gate's verdict: regressions, comparisons that could not be made, and counts."""
 
     max_drop: float
+    style_max_drop: float | None = None
+    min_style_queries: int = MIN_STYLE_QUERIES
     regressions: list[Regression] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     compared: int = 0
+    compared_styles: int = 0
+    ungated_styles: dict[str, str] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -69,14 +88,136 @@ class GateResult:
 
     def lines(self) -> list[str]:
         """Human-readable verdict, one finding a line."""
-        out = [f"regression: {r.describe()} > max drop {self.max_drop:g}" for r in self.regressions]
+        out = [f"regression: {r.describe()} > max drop {r.allowed:g}" for r in self.regressions]
         out += [f"not compared: {p}" for p in self.problems]
+        out += [f"style not gated: {where}: {why}" for where, why in self.ungated_styles.items()]
         if self.passed:
+            styles = ""
+            if self.compared_styles:
+                styles = (
+                    f", and {self.compared_styles} per-style metrics within "
+                    f"{self.style_allowance:g}"
+                )
             out.append(
                 f"gate passed: {self.compared} quality metrics within {self.max_drop:g} "
-                "of the baseline"
+                f"of the baseline{styles}"
             )
         return out
+
+    @property
+    def style_allowance(self) -> float:
+        """The allowance of per-style metrics."""
+        return self.max_drop if self.style_max_drop is None else self.style_max_drop
+
+
+def _check_allowance(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise BenchError(f"{name} must be a number, got {value!r}")
+    if not 0 <= value < 1:
+        raise BenchError(f"{name} must be at least 0 and below 1, got {value}")
+    return float(value)
+
+
+def _compare(
+    gate: GateResult,
+    where: tuple[str, str, str | None],
+    base: Mapping[str, Any],
+    now: Mapping[str, Any],
+    allowed: float,
+) -> int:
+    """Compare one metrics mapping with its baseline; returns how many were compared."""
+    name, backend, style = where
+    label = f"{name}/{backend}" + (f" [{style}]" if style else "")
+    compared = 0
+    for metric_name, base_value in base.items():
+        metric = parse_metric(metric_name)
+        value = now.get(metric_name)
+        if value is None:
+            gate.problems.append(
+                f"{label}: {metric_name} is in the baseline but was not computed "
+                "(run with the same --k / --metrics / --split)"
+            )
+            continue
+        compared += 1
+        worse = (
+            float(base_value) - float(value)
+            if metric.higher_is_better
+            else float(value) - float(base_value)
+        )
+        if worse > allowed + _EPSILON:
+            gate.regressions.append(
+                Regression(
+                    name, backend, metric_name, float(base_value), float(value), style, allowed
+                )
+            )
+    return compared
+
+
+def _gated_style_metrics(
+    gate: GateResult, name: str, style: str, metrics: Mapping[str, Any], counts: Any
+) -> dict[str, Any]:
+    """The style's baseline metrics that have enough queries to be gated."""
+    if not isinstance(counts, Mapping):
+        gate.ungated_styles[f"{name} [{style}]"] = (
+            "the baseline has no style_counts (regenerate it with this version)"
+        )
+        return {}
+    kept: dict[str, Any] = {}
+    for metric_name, value in metrics.items():
+        kind = (
+            "negatives" if parse_metric(metric_name).family == FALSE_POSITIVE_RATE else "positives"
+        )
+        have = int(counts.get(kind, 0))
+        if have >= gate.min_style_queries:
+            kept[metric_name] = value
+        else:
+            gate.ungated_styles[f"{name} [{style}] {kind}"] = (
+                f"{have} < {gate.min_style_queries} queries"
+            )
+    return kept
+
+
+def _check_dataset(
+    gate: GateResult,
+    name: str,
+    base_entry: Mapping[str, Any],
+    entry: Mapping[str, Any],
+    backends: Collection[str] | None,
+) -> None:
+    for key in ("sha256", "split", "n_queries"):
+        if key in base_entry and base_entry[key] != entry.get(key):
+            gate.problems.append(
+                f"dataset {name!r}: {key} {entry.get(key)!r} differs from the baseline's "
+                f"{base_entry[key]!r}; the numbers are not like for like — regenerate the "
+                "baseline if the data changed on purpose"
+            )
+    counts = base_entry.get("style_counts", {})
+    for backend, base_run in base_entry.get("backends", {}).items():
+        if backends is not None and backend not in backends:
+            continue
+        run = entry.get("backends", {}).get(backend)
+        if run is None:
+            gate.problems.append(
+                f"{name}/{backend}: in the baseline but not measured (is the backend installed?)"
+            )
+            continue
+        gate.compared += _compare(
+            gate,
+            (name, backend, None),
+            base_run.get("metrics", {}),
+            run.get("metrics", {}),
+            gate.max_drop,
+        )
+        for style, base_metrics in base_run.get("by_style", {}).items():
+            wanted = _gated_style_metrics(gate, name, style, base_metrics, counts.get(style))
+            if wanted:
+                gate.compared_styles += _compare(
+                    gate,
+                    (name, backend, style),
+                    wanted,
+                    run.get("by_style", {}).get(style, {}),
+                    gate.style_allowance,
+                )
 
 
 def check_regressions(
@@ -84,19 +225,31 @@ def check_regressions(
     current: Mapping[str, Any],
     max_drop: float,
     *,
+    style_max_drop: float | None = None,
+    min_style_queries: int = MIN_STYLE_QUERIES,
     datasets: Collection[str] | None = None,
     backends: Collection[str] | None = None,
 ) -> GateResult:
     """Compare two results objects (the ``--json-out`` schema).
 
-    ``datasets`` / ``backends`` narrow what the baseline is expected to cover (None = all of
-    it). Metric names in the baseline must be known quality metrics.
+    ``style_max_drop`` is the allowance of per-style metrics (None: ``max_drop``);
+    ``min_style_queries`` the fewest queries a style needs to be gated. ``datasets`` /
+    ``backends`` narrow what the baseline is expected to cover (None = all of it). Metric
+    names in the baseline must be known quality metrics.
     """
-    if isinstance(max_drop, bool) or not isinstance(max_drop, int | float):
-        raise BenchError(f"--max-drop must be a number, got {max_drop!r}")
-    if not 0 <= max_drop < 1:
-        raise BenchError(f"--max-drop must be at least 0 and below 1, got {max_drop}")
-    gate = GateResult(float(max_drop))
+    drop = _check_allowance("--max-drop", max_drop)
+    style_drop = (
+        None if style_max_drop is None else _check_allowance("--style-max-drop", style_max_drop)
+    )
+    if (
+        isinstance(min_style_queries, bool)
+        or not isinstance(min_style_queries, int)
+        or (min_style_queries < 1)
+    ):
+        raise BenchError(
+            f"--min-style-queries must be a positive integer, got {min_style_queries!r}"
+        )
+    gate = GateResult(drop, style_drop, min_style_queries)
     now = current.get("datasets", {})
     for name, base_entry in baseline.get("datasets", {}).items():
         if datasets is not None and name not in datasets:
@@ -105,42 +258,7 @@ def check_regressions(
         if entry is None:
             gate.problems.append(f"dataset {name!r} is in the baseline but was not run")
             continue
-        for key in ("sha256", "n_queries"):
-            if key in base_entry and base_entry[key] != entry.get(key):
-                gate.problems.append(
-                    f"dataset {name!r}: {key} {entry.get(key)!r} differs from the baseline's "
-                    f"{base_entry[key]!r}; the numbers are not like for like — regenerate the "
-                    "baseline if the data changed on purpose"
-                )
-        for backend, base_run in base_entry.get("backends", {}).items():
-            if backends is not None and backend not in backends:
-                continue
-            run = entry.get("backends", {}).get(backend)
-            if run is None:
-                gate.problems.append(
-                    f"{name}/{backend}: in the baseline but not measured "
-                    "(is the backend installed?)"
-                )
-                continue
-            for metric_name, base_value in base_run.get("metrics", {}).items():
-                metric = parse_metric(metric_name)
-                value = run.get("metrics", {}).get(metric_name)
-                if value is None:
-                    gate.problems.append(
-                        f"{name}/{backend}: {metric_name} is in the baseline but was not "
-                        "computed (run with the same --k / --metrics)"
-                    )
-                    continue
-                gate.compared += 1
-                worse = (
-                    float(base_value) - float(value)
-                    if metric.higher_is_better
-                    else float(value) - float(base_value)
-                )
-                if worse > max_drop + _EPSILON:
-                    gate.regressions.append(
-                        Regression(name, backend, metric_name, float(base_value), float(value))
-                    )
+        _check_dataset(gate, name, base_entry, entry, backends)
     if gate.compared == 0 and not gate.problems:
         gate.problems.append("the baseline and this run have no quality metric in common")
     return gate

@@ -1,18 +1,29 @@
 """Retrieval-quality metrics named as strings, computed with ranx.
 
-A metric name is ``<family>@<k>`` (``"recall@5"``) or ``false_positive_rate``. Per query, with
-``R`` the gold tools of the query and ``top_k`` the first ``k`` tools ToolSearch returned:
+A metric name is ``<family>@<k>`` (``"recall@5"``) or ``false_positive_rate``. A query's gold
+tools come in *groups* of alternatives (see :mod:`toolsearch.dataset`): the query needs one
+tool from each group; without groups every gold tool is a group of its own. Per query, with
+``G`` its groups and ``top_k`` the first ``k`` tools ToolSearch returned, a group is
+*satisfied* when one of its tools is in ``top_k``:
 
-``recall@k``    ``|R ∩ top_k| / |R|`` (ranx ``recall@k``)
-``hit@k``       1 if ``R ∩ top_k`` is not empty, else 0 — "success" in trec_eval (ranx
+``recall@k``    satisfied groups / ``|G|`` (ranx ``recall@k`` when every group is one tool)
+``hit@k``       1 if any group is satisfied, else 0 — "success" in trec_eval (ranx
                 ``hit_rate@k``)
-``complete@k``  1 if every gold tool is in ``top_k``, else 0: the query can be served with
-                ``k`` loaded tools. ranx has no such metric; it is read off ranx's per-query
+``complete@k``  1 if every group is satisfied, else 0: the query can be served with ``k``
+                loaded tools. ranx has no such metric; it is read off the per-query
                 ``recall@k`` (complete exactly when recall is 1)
 ``mrr@k``       reciprocal rank of the first gold tool within ``top_k``, 0 if none (ranx
                 ``mrr@k``; Voorhees, TREC-8 QA, 1999)
 ``ndcg@k``      DCG of ``top_k`` with linear gains ``grade / log2(rank + 1)`` over the ideal
-                DCG (ranx ``ndcg@k``; Järvelin & Kekäläinen, TOIS 2002)
+                DCG (ranx ``ndcg@k``; Järvelin & Kekäläinen, TOIS 2002). With groups, each
+                group is one relevant item whose grade is its best member's: the first of its
+                tools returned earns that gain, a second alternative earns nothing (it is
+                redundant), and the ideal ranking holds one tool per group
+
+Groups are evaluated by handing ranx a *group view* of each query (:func:`group_view`): the
+qrels judge one item per group and the run names a group at the rank of its first tool
+returned, later alternatives replaced by never-relevant placeholders so no rank moves. Every
+metric above is then ranx's own, and so are the significance tests on them.
 
 Each is averaged over the *positive* queries (those with at least one gold tool).
 ``false_positive_rate`` is measured on the *negative* queries instead (no tool answers them):
@@ -38,10 +49,12 @@ __all__ = [
     "FALSE_POSITIVE_RATE",
     "FAMILIES",
     "RUN_DEPTH",
+    "Groups",
     "Metric",
     "abstention_threshold",
     "default_metrics",
     "false_positive_rate",
+    "group_view",
     "is_false_positive",
     "mean",
     "parse_k_list",
@@ -64,6 +77,9 @@ FAMILIES: Mapping[str, str] = {
 }
 
 FALSE_POSITIVE_RATE = "false_positive_rate"
+
+#: ``{query id: groups}``, each group the tuple of alternative tools that satisfy it.
+Groups = Mapping[str, Sequence[Sequence[str]]]
 
 _NAME = re.compile(r"^([a-z_]+)@(\d+)$")
 
@@ -168,17 +184,62 @@ def rank_scores(names: Sequence[str], depth: int = RUN_DEPTH) -> dict[str, float
     return {name: float(depth - i) for i, name in enumerate(names)}
 
 
+def _grouped(query_groups: Sequence[Sequence[str]]) -> bool:
+    return any(len(group) > 1 for group in query_groups)
+
+
+def group_view(
+    qrels: Mapping[str, Mapping[str, int]],
+    groups: Groups | None,
+    runs: Mapping[str, Mapping[str, Sequence[str]]],
+) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, list[str]]]]:
+    """Qrels and runs (``{run name: {qid: tool names}}``) with each group of alternatives
+    folded into one item (see the module docstring). Queries whose groups are single tools
+    are passed through unchanged, so without alternatives this is the identity."""
+    view_qrels: dict[str, dict[str, int]] = {}
+    view_runs: dict[str, dict[str, list[str]]] = {name: {} for name in runs}
+    for qid, gold in qrels.items():
+        query_groups = groups.get(qid) if groups is not None else None
+        if not query_groups or not _grouped(query_groups):
+            view_qrels[qid] = dict(gold)
+            for name, run in runs.items():
+                view_runs[name][qid] = list(run[qid])
+            continue
+        item_of: dict[str, str] = {}
+        view_qrels[qid] = {}
+        for number, members in enumerate(query_groups, start=1):
+            item = f"(group {number})"  # contains a space: never a tool's name
+            view_qrels[qid][item] = max(gold.get(tool, 0) for tool in members)
+            item_of.update(dict.fromkeys(members, item))
+        for name, run in runs.items():
+            seen: set[str] = set()
+            names: list[str] = []
+            for rank, tool in enumerate(run[qid], start=1):
+                group_item = item_of.get(tool)
+                if group_item is None:
+                    names.append(tool)
+                elif group_item in seen:
+                    names.append(f"(alternative at rank {rank})")
+                else:
+                    seen.add(group_item)
+                    names.append(group_item)
+            view_runs[name][qid] = names
+    return view_qrels, view_runs
+
+
 def per_query_scores(
     qrels: Mapping[str, Mapping[str, int]],
     ranked: Mapping[str, Sequence[str]],
     metrics: Sequence[Metric],
     *,
     depth: int = RUN_DEPTH,
+    groups: Groups | None = None,
 ) -> dict[str, dict[str, float]]:
     """``{metric name: {query id: value}}`` for every query of ``qrels`` (positive queries).
 
     ``ranked[qid]`` is the list of tool names ToolSearch returned, best first. Every query of
     ``qrels`` must have an entry (possibly empty): a missing one is an error, never a skip.
+    ``groups`` gives each query's groups of alternatives (None: every gold tool is its own).
     ``false_positive_rate`` is not computed here (see :func:`false_positive_rate`).
     """
     missing = [qid for qid in qrels if qid not in ranked]
@@ -189,6 +250,8 @@ def per_query_scores(
     wanted = [m for m in metrics if m.ranked]
     if not qrels or not wanted:
         return {m.name: {} for m in wanted}
+    qrels, views = group_view(qrels, groups, {"run": ranked})
+    ranked = views["run"]
     run = {qid: rank_scores(ranked[qid], depth) for qid in qrels}
     ranx = import_ranx()
     ranx_qrels, runs = to_ranx(qrels, {"run": run})

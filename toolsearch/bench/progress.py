@@ -2,16 +2,19 @@
 
 The harness reports through the small :class:`Progress` protocol; the library default,
 :class:`NoProgress`, shows nothing (library code never prints). The CLI plugs in
-:class:`RichProgress`, which draws transient rich bars on a terminal.
+:class:`RichProgress`, which draws transient rich bars on a terminal, and :class:`LineProgress`
+when stderr is not a terminal (a CI log, a file): one plain line when a stage starts and one
+when it ends, with its count and the elapsed time, so a long job is never silent.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TextIO, runtime_checkable
 
-__all__ = ["Advance", "NoProgress", "Progress", "RichProgress"]
+__all__ = ["Advance", "LineProgress", "NoProgress", "Progress", "RichProgress"]
 
 #: Called with how many units of a task were just completed.
 Advance = Callable[[int], None]
@@ -68,3 +71,31 @@ class RichProgress:
                 bar.advance(task_id, n)
 
             yield advance
+
+
+class LineProgress:
+    """Plain lines on a stream: ``[  12.3 s] start: <stage> (741)`` and ``[  25.0 s] done:
+    <stage>: 741/741 in 12.7 s``; times are since this object was made (the job's start)."""
+
+    def __init__(self, stream: TextIO, clock: Callable[[], float] = time.perf_counter) -> None:
+        self.stream = stream
+        self.clock = clock
+        self.started = clock()
+
+    def _line(self, text: str) -> None:
+        self.stream.write(f"[{self.clock() - self.started:7.1f} s] {text}\n")
+        self.stream.flush()
+
+    @contextmanager
+    def task(self, description: str, total: int | None = None) -> Iterator[Advance]:
+        count = 0
+
+        def advance(n: int) -> None:
+            nonlocal count
+            count += n
+
+        begin = self.clock()
+        self._line(f"start: {description}" + (f" ({total})" if total is not None else ""))
+        yield advance
+        done = f"{count}/{total}" if total is not None else "finished"
+        self._line(f"done: {description}: {done} in {self.clock() - begin:.1f} s")

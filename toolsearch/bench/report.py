@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from toolsearch.bench.artefacts import result_to_json
+from toolsearch.bench.confidence import CONFIDENCE
 from toolsearch.bench.costs import TOKEN_K
 from toolsearch.bench.errors import BenchError
 from toolsearch.bench.metrics import FALSE_POSITIVE_RATE, RUN_DEPTH, Metric, mean, per_query_scores
@@ -103,9 +104,10 @@ def quality_table(entry: DatasetResult, metrics: Sequence[Metric]) -> TextTable:
         f"{entry.name}: retrieval quality",
         headers,
         caption=(
-            f"{entry.n_queries} queries ({len(entry.qrels)} with gold tools, "
-            f"{len(entry.negative_ids)} negative), {entry.n_tools} tools, all deferred; "
-            f"every query through ToolSearch at depth {RUN_DEPTH}"
+            f"{entry.n_queries} queries of split {entry.split!r} ({len(entry.qrels)} with "
+            f"gold tools, {len(entry.negative_ids)} negative), {entry.n_tools} tools, all "
+            f"deferred; every query through ToolSearch at depth {RUN_DEPTH}; ± = half the "
+            f"width of the {CONFIDENCE:.0%} bootstrap interval over queries"
             + (f"; deterministic sample of {entry.limit}" if entry.limit else "")
             + (
                 "; false pos. = share of negative queries whose top result is not abstained "
@@ -117,11 +119,22 @@ def quality_table(entry: DatasetResult, metrics: Sequence[Metric]) -> TextTable:
         ),
     )
     for backend, run in entry.backends.items():
-        row = [backend] + [_num(run.metrics.get(name)) for name in names]
+        row = [backend] + [_with_interval(run, name) for name in names]
         if has_fpr:
-            row.append(_num(run.metrics.get(FALSE_POSITIVE_RATE)))
+            row.append(_with_interval(run, FALSE_POSITIVE_RATE))
         table.rows.append(row)
     return table
+
+
+def _with_interval(run: Any, name: str) -> str:
+    """``.812±.021``: the mean and half the width of its bootstrap interval (leading zeros
+    dropped so the cell stays narrow)."""
+    value = run.metrics.get(name)
+    bounds = run.intervals.get(name)
+    if value is None or bounds is None:
+        return _num(value)
+    half = (bounds[1] - bounds[0]) / 2
+    return f"{_num(value).removeprefix('0')}±{_num(half).removeprefix('0')}"
 
 
 def cost_table(entry: DatasetResult) -> TextTable:
@@ -210,15 +223,16 @@ def significance_table(entry: DatasetResult) -> TextTable | None:
     table = TextTable(
         f"{entry.name}: paired significance tests",
         ["a", "b", *[f"Δ {m} (b - a)" for m in sig.metrics]],
-        caption=f"{sig.describe()}; * = significant",
+        caption=f"{sig.describe()}; * = significant after the correction",
         align_left=2,
     )
     by_pair: dict[tuple[str, str], dict[str, str]] = {}
     for pair in sig.pairs:
         mark = "*" if pair.significant else ""
-        by_pair.setdefault((pair.a, pair.b), {})[pair.metric] = (
-            f"{pair.delta:+.3f} p={pair.p_value:.3g}{mark}"
-        )
+        p_text = f"p={pair.p_value:.3g}"
+        if sig.correction != "none":
+            p_text += f" adj={pair.p_adjusted:.3g}"
+        by_pair.setdefault((pair.a, pair.b), {})[pair.metric] = f"{pair.delta:+.3f} {p_text}{mark}"
     for (a, b), cells in by_pair.items():
         table.rows.append([a, b, *[cells.get(m, "—") for m in sig.metrics]])
     return table
@@ -242,7 +256,9 @@ def recall_curve(entry: DatasetResult, backend: str, max_k: int = CURVE_MAX_K) -
     if not qrels:
         return []
     curve_metrics = [Metric("recall", k) for k in range(1, max_k + 1)]
-    scores = per_query_scores(qrels, entry.backends[backend].ranked(), curve_metrics)
+    scores = per_query_scores(
+        qrels, entry.backends[backend].ranked(), curve_metrics, groups=entry.groups
+    )
     return [mean(scores[m.name].values()) for m in curve_metrics]
 
 
@@ -252,7 +268,9 @@ def _figure(width: float = 7.0, height: float = 4.5) -> Any:
     except ImportError as exc:
         from toolsearch.errors import MissingExtraError
 
-        raise MissingExtraError("bench report", "bench", [exc.name or "matplotlib"]) from exc
+        raise MissingExtraError(
+            "the bench report's plots", "bench", [exc.name or "matplotlib"]
+        ) from exc
     return Figure(figsize=(width, height), layout="constrained")
 
 
@@ -284,16 +302,56 @@ def plot_recall_curves(result: BenchResult, out_dir: Path) -> list[Path]:
     return written
 
 
+def _label_points(ax: Any, points: Sequence[Any], values: Sequence[float]) -> None:
+    """Mark cached points with a hollow ring and over-budget points with a label."""
+    for point, value in zip(points, values, strict=True):
+        notes = (["cached vectors"] if point.cached else []) + (
+            ["over budget"] if point.over_budget else []
+        )
+        if point.cached:
+            ax.plot([point.size], [value], marker="o", markersize=11, fillstyle="none", color="k")
+        if notes:
+            ax.annotate(
+                ", ".join(notes),
+                (point.size, value),
+                textcoords="offset points",
+                xytext=(6, 6),
+                fontsize=7,
+            )
+
+
+def _label_skipped(ax: Any, scaling: ScalingResult, backend: str, points: Sequence[Any]) -> None:
+    """Name the sizes a backend was not measured at, beside its last point."""
+    measured = {p.size for p in points}
+    missing = [size for size in scaling.sizes if size not in measured]
+    if not missing or not points:
+        return
+    last = points[-1]
+    ax.annotate(
+        f"{backend}: {', '.join(f'{s:,}' for s in missing)} skipped (budget)",
+        (last.size, last.p50_ms),
+        textcoords="offset points",
+        xytext=(6, -12),
+        fontsize=7,
+    )
+
+
 def plot_scaling(scaling: ScalingResult, target: Path) -> Path:
-    """``latency_scale.png``: p50 query latency and index time against catalogue size."""
+    """``latency_scale.png``: p50 query latency and index time against catalogue size, with
+    cached, over-budget and skipped points labelled."""
     fig = _figure(10.0, 4.5)
     latency, build = fig.subplots(1, 2)
     for backend, points in scaling.points.items():
         if not points:
             continue
         sizes = [p.size for p in points]
-        latency.plot(sizes, [p.p50_ms for p in points], marker="o", label=backend)
-        build.plot(sizes, [p.index_seconds for p in points], marker="o", label=backend)
+        p50 = [p.p50_ms for p in points]
+        index = [p.index_seconds for p in points]
+        latency.plot(sizes, p50, marker="o", label=backend)
+        build.plot(sizes, index, marker="o", label=backend)
+        _label_points(latency, points, p50)
+        _label_points(build, points, index)
+        _label_skipped(latency, scaling, backend, points)
     for ax, label in ((latency, "p50 ms per ToolSearch call"), (build, "index build seconds")):
         ax.set_xscale("log")
         ax.set_yscale("log")
@@ -302,10 +360,17 @@ def plot_scaling(scaling: ScalingResult, target: Path) -> Path:
         ax.grid(alpha=0.3, which="both")
         ax.legend()
     fig.suptitle(
-        f"Scaling on catalogues grown from {scaling.base} ({scaling.n_queries} queries each)"
+        f"Scaling on catalogues grown from {scaling.base} ({scaling.n_queries} queries each; "
+        f"budget {scaling.budget_seconds:g} s per size)"
     )
     fig.savefig(target, dpi=120)
     return target
+
+
+def _point_cell(point: Any) -> str:
+    notes = (["cached"] if point.cached else []) + (["over budget"] if point.over_budget else [])
+    text = f"{point.p50_ms:.2f} / {point.index_seconds:.1f}"
+    return f"{text} ({', '.join(notes)})" if notes else text
 
 
 def _scaling_table(scaling: ScalingResult) -> TextTable:
@@ -314,7 +379,9 @@ def _scaling_table(scaling: ScalingResult) -> TextTable:
         ["backend", *[f"{s:,} tools" for s in scaling.sizes]],
         caption=(
             f"p50 ms per ToolSearch call / index seconds, {scaling.n_queries} queries per size; "
-            f"sizes projected over {scaling.budget_seconds:g} s are not measured"
+            f"a size projected to cost (index + queries) over {scaling.budget_seconds:g} s is "
+            "not measured, and one measured over it ends the curve (over budget); cached = "
+            "index time may reuse vectors from a persistent cache"
         ),
     )
     for backend, points in scaling.points.items():
@@ -322,9 +389,7 @@ def _scaling_table(scaling: ScalingResult) -> TextTable:
         row = [backend]
         for size in scaling.sizes:
             point = at.get(size)
-            row.append(
-                "skipped" if point is None else f"{point.p50_ms:.2f} / {point.index_seconds:.1f}"
-            )
+            row.append("skipped" if point is None else _point_cell(point))
         table.rows.append(row)
     return table
 
@@ -425,6 +490,9 @@ def _scaling_json(scaling: ScalingResult) -> dict[str, Any]:
                     "index_seconds": p.index_seconds,
                     "p50_ms": p.p50_ms,
                     "p95_ms": p.p95_ms,
+                    "seconds": p.seconds,
+                    "over_budget": p.over_budget,
+                    "cached": p.cached,
                 }
                 for p in points
             ]

@@ -16,6 +16,11 @@ Peak memory is the growth of the process's resident set over the backend's build
 on Linux the kernel's high-water mark is reset first (``/proc/self/clear_refs``), elsewhere the
 lifetime maximum (``ru_maxrss``) is used, which can only under-report.
 
+``split`` (``dev``, ``test`` or ``all``) keeps the queries of that half of each dataset
+(:func:`toolsearch.splits.split_of`) before anything else; published tables score ``test``,
+tuning reads ``dev``. Each headline mean carries a bootstrap confidence interval over its
+queries (:mod:`toolsearch.bench.confidence`).
+
 Every query is run: an error in a backend stops the run with the query named, and no query is
 ever dropped. ``limit`` takes a deterministic sample: the ``limit`` queries whose SHA-256 of the
 id is smallest, in file order — the same sample on every machine, for every backend and on
@@ -37,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from toolsearch.backend import SearchBackend
+from toolsearch.bench.confidence import bootstrap_interval
 from toolsearch.bench.costs import latency_summary, request_tokens
 from toolsearch.bench.errors import BenchError
 from toolsearch.bench.metrics import (
@@ -44,7 +50,7 @@ from toolsearch.bench.metrics import (
     RUN_DEPTH,
     Metric,
     abstention_threshold,
-    false_positive_rate,
+    is_false_positive,
     mean,
     per_query_scores,
 )
@@ -59,6 +65,7 @@ from toolsearch.dataset import Dataset, Query, load_dataset
 from toolsearch.engine import Match, ToolSearch
 from toolsearch.errors import BackendError, ToolSearchError
 from toolsearch.registry import available_backends, backend_info, load_backend
+from toolsearch.splits import SPLITS, split_of
 from toolsearch.tool import Tool, is_deferred
 
 __all__ = [
@@ -75,6 +82,7 @@ __all__ = [
     "run_backend",
     "run_benchmark",
     "sample_queries",
+    "split_queries",
 ]
 
 
@@ -155,6 +163,7 @@ class BackendResult:
     peak_mb: float
     abstain_below: float | None
     metrics: dict[str, float] = field(default_factory=dict)
+    intervals: dict[str, tuple[float, float]] = field(default_factory=dict)
     by_style: dict[str, dict[str, float]] = field(default_factory=dict)
     per_query: dict[str, dict[str, float]] = field(default_factory=dict)
     latency_ms: dict[str, float] = field(default_factory=dict)
@@ -167,12 +176,14 @@ class BackendResult:
 
 @dataclass
 class DatasetResult:
-    """Every backend's result on one dataset (on the sampled queries when ``limit`` is set)."""
+    """Every backend's result on one dataset: on the queries of ``split``, sampled when
+    ``limit`` is set."""
 
     dataset: Dataset
     queries: tuple[Query, ...]
     sha256: str
     limit: int | None
+    split: str = "all"
     backends: dict[str, BackendResult] = field(default_factory=dict)
     significance: Significance | None = None
     significance_note: str | None = None
@@ -199,9 +210,26 @@ class DatasetResult:
         }
 
     @property
+    def groups(self) -> dict[str, tuple[tuple[str, ...], ...]]:
+        """Groups of alternative gold tools of the sampled positive queries."""
+        return {qid: self.dataset.groups(qid) for qid in self.qrels}
+
+    @property
     def negative_ids(self) -> list[str]:
         """Ids of the sampled queries no tool answers."""
         return [q.id for q in self.queries if not self.dataset.qrels.get(q.id)]
+
+    def style_counts(self) -> dict[str, dict[str, int]]:
+        """``{style: {"queries", "positives", "negatives"}}`` of the sampled queries (what the
+        gate's minimum per style reads)."""
+        counts: dict[str, dict[str, int]] = {}
+        for query in self.queries:
+            if not query.style:
+                continue
+            entry = counts.setdefault(query.style, {"queries": 0, "positives": 0, "negatives": 0})
+            entry["queries"] += 1
+            entry["positives" if self.dataset.qrels.get(query.id) else "negatives"] += 1
+        return counts
 
 
 @dataclass
@@ -210,6 +238,7 @@ class BenchResult:
 
     toolsearch_version: str
     metrics: list[Metric]
+    split: str = "all"
     datasets: dict[str, DatasetResult] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
 
@@ -238,7 +267,39 @@ def resolve_dataset(spec: str | Path) -> Path:
     if shared is not None:
         names += sorted(p.name for p in shared.iterdir() if (p / "qrels.tsv").is_file())
     listing = ", ".join(names) or "none"
-    raise BenchError(f"dataset {text!r} not found: not a folder, and not a known name ({listing})")
+    raise BenchError(
+        f"dataset {text!r} not found: not a folder, and not a known name ({listing}); "
+        f"{_where_public_sets_are()}"
+    )
+
+
+def _where_public_sets_are() -> str:
+    """Where public sets (metatool, bfcl, ...) are looked for, and what was found there."""
+    from toolsearch.datasets import shared_datasets_dir
+
+    configured = os.environ.get("TOOLSEARCH_SHARED_DATASETS")
+    default = Path.cwd().parent / "shared" / "datasets"
+    shared = shared_datasets_dir()
+    env = (
+        f"$TOOLSEARCH_SHARED_DATASETS={configured}"
+        if configured
+        else ("$TOOLSEARCH_SHARED_DATASETS (not set)")
+    )
+    found = f"using {shared}" if shared is not None else "neither exists"
+    return (
+        f"public sets are looked for in {env}, then in {default} (../shared/datasets from "
+        f"the working directory): {found}"
+    )
+
+
+def split_queries(queries: Sequence[Query], split: str) -> list[Query]:
+    """The queries of ``split``: ``dev`` or ``test`` by :func:`~toolsearch.splits.split_of`,
+    or ``all``."""
+    if split not in SPLITS:
+        raise BenchError(f"unknown split {split!r}; choose from {', '.join(SPLITS)}")
+    if split == "all":
+        return list(queries)
+    return [q for q in queries if split_of(q.id) == split]
 
 
 def sample_queries(queries: Sequence[Query], limit: int | None) -> list[Query]:
@@ -330,6 +391,34 @@ def _maxrss_kb() -> int:
 # --------------------------------------------------------------------------- running
 
 
+def _indexed(
+    catalogue: list[Tool],
+    backend: SearchBackend,
+    spec: BackendSpec,
+    dataset_name: str,
+    depth: int,
+    progress: Progress,
+) -> ToolSearch:
+    """The ToolSearch over ``catalogue``, built and warmed up (the timed index step)."""
+    label = f"{dataset_name}: indexing {len(catalogue)} tools with {spec.name}"
+    try:
+        if spec.draws_progress:
+            engine = ToolSearch(catalogue, backend=backend, max_results_cap=depth)
+        else:
+            with progress.task(label):
+                engine = ToolSearch(catalogue, backend=backend, max_results_cap=depth)
+        # One warm-up call, timed with the build: lazy set-up (a model loaded on first use) is
+        # charged once, to the index time, whatever state a persistent cache is in.
+        engine.search(WARM_UP_QUERY, depth)
+    except ToolSearchError:
+        raise
+    except Exception as exc:
+        raise BackendError(
+            f"backend {spec.name!r} failed to index {dataset_name}: {_describe(exc)}"
+        ) from exc
+    return engine
+
+
 def run_backend(
     tools: Sequence[Tool],
     queries: Sequence[Query],
@@ -347,23 +436,8 @@ def run_backend(
     gc.collect()
     memory.start()
     backend = spec.factory()
-    label = f"{dataset_name}: indexing {len(catalogue)} tools with {spec.name}"
     started = time.perf_counter()
-    try:
-        if spec.draws_progress:
-            engine = ToolSearch(catalogue, backend=backend, max_results_cap=depth)
-        else:
-            with progress.task(label):
-                engine = ToolSearch(catalogue, backend=backend, max_results_cap=depth)
-        # One warm-up call, timed with the build: lazy set-up (a model loaded on first use) is
-        # charged once, to the index time, whatever state a persistent cache is in.
-        engine.search(WARM_UP_QUERY, depth)
-    except ToolSearchError:
-        raise
-    except Exception as exc:
-        raise BackendError(
-            f"backend {spec.name!r} failed to index {dataset_name}: {_describe(exc)}"
-        ) from exc
+    engine = _indexed(catalogue, backend, spec, dataset_name, depth, progress)
     index_seconds = time.perf_counter() - started
     outcomes: list[QueryOutcome] = []
     clock = time.perf_counter_ns
@@ -415,27 +489,31 @@ def evaluate_backend(
     if missing:
         raise BenchError(f"backend {result.name!r} has no result for query {missing[0]!r}")
     qrels = {q.id: dict(dataset.qrels[q.id]) for q in queries if dataset.qrels.get(q.id)}
-    negatives = [q.id for q in queries if not dataset.qrels.get(q.id)]
+    groups = {qid: dataset.groups(qid) for qid in qrels}
     ranked = {q.id: by_id[q.id].names for q in queries}
-    per_query = per_query_scores(qrels, ranked, metrics, depth=depth)
-    wants_fpr = any(m.family == FALSE_POSITIVE_RATE for m in metrics)
-    matches = {q.id: by_id[q.id].matches for q in queries}
+    per_query = per_query_scores(qrels, ranked, metrics, depth=depth, groups=groups)
+    if any(m.family == FALSE_POSITIVE_RATE for m in metrics):
+        per_query[FALSE_POSITIVE_RATE] = {
+            q.id: 1.0 if is_false_positive(by_id[q.id].matches, result.abstain_below) else 0.0
+            for q in queries
+            if q.id not in qrels
+        }
 
     def summary(ids: Sequence[str]) -> dict[str, float]:
-        id_set = set(ids)
-        positive = [qid for qid in ids if qid in qrels]
         values: dict[str, float] = {}
         for metric in metrics:
-            if metric.ranked and positive:
-                values[metric.name] = round(mean(per_query[metric.name][q] for q in positive), 6)
-        negative = [qid for qid in negatives if qid in id_set]
-        if wants_fpr and negative:
-            rate = false_positive_rate(matches, negative, result.abstain_below)
-            values[FALSE_POSITIVE_RATE] = round(rate, 6)
+            scored = [per_query[metric.name][q] for q in ids if q in per_query[metric.name]]
+            if scored:
+                values[metric.name] = round(mean(scored), 6)
         return values
 
+    everything = [q.id for q in queries]
     result.per_query = per_query
-    result.metrics = summary([q.id for q in queries])
+    result.metrics = summary(everything)
+    result.intervals = {
+        name: _rounded(bootstrap_interval([per_query[name][q] for q in per_query[name]]))
+        for name in result.metrics
+    }
     styles = list(dict.fromkeys(q.style for q in queries if q.style))
     result.by_style = {
         style: summary([q.id for q in queries if q.style == style]) for style in styles
@@ -445,23 +523,29 @@ def evaluate_backend(
     return result
 
 
+def _rounded(interval: tuple[float, float]) -> tuple[float, float]:
+    return round(interval[0], 6), round(interval[1], 6)
+
+
 def run_benchmark(
     datasets: Sequence[Dataset | str | Path],
     backends: Sequence[BackendSpec],
     metrics: Sequence[Metric],
     *,
     limit: int | None = None,
+    split: str = "all",
     depth: int = RUN_DEPTH,
     significance_test: str | None = "student",
     significance_on: Sequence[Metric] | None = None,
     max_p: float = 0.05,
+    correction: str = "holm",
     skipped: Mapping[str, str] | None = None,
     progress: Progress | None = None,
 ) -> BenchResult:
-    """Run every backend on every dataset and evaluate it; with two or more backends, test
-    each pair for significance on ``significance_on`` (default:
+    """Run every backend on every dataset's ``split`` and evaluate it; with two or more
+    backends, test each pair for significance on ``significance_on`` (default:
     :func:`~toolsearch.bench.significance.default_significance_metrics`; ``significance_test=None``
-    skips the tests)."""
+    skips the tests), corrected for multiple comparisons by ``correction``."""
     from toolsearch import __version__
 
     if not backends:
@@ -471,23 +555,16 @@ def run_benchmark(
     names = [spec.name for spec in backends]
     if len(set(names)) != len(names):
         raise BenchError(f"a backend is listed twice: {names}")
+    if split not in SPLITS:
+        raise BenchError(f"unknown split {split!r}; choose from {', '.join(SPLITS)}")
     progress = progress or NoProgress()
-    bench = BenchResult(__version__, list(metrics), skipped=dict(skipped or {}))
+    bench = BenchResult(__version__, list(metrics), split, skipped=dict(skipped or {}))
     for item in datasets:
-        dataset = item if isinstance(item, Dataset) else load_dataset(resolve_dataset(item))
-        if dataset.name in bench.datasets:
-            raise BenchError(
-                f"two datasets are named {dataset.name!r} ({dataset.path}); benchmark them "
-                "separately or rename one folder"
-            )
-        if not dataset.queries:
-            where = f" ({dataset.path})" if dataset.path else ""
-            raise BenchError(
-                f"dataset {dataset.name!r}{where} has no queries: it is a catalogue only, "
-                "nothing to benchmark"
-            )
-        queries = sample_queries(dataset.queries, limit)
-        entry = DatasetResult(dataset, tuple(queries), dataset.sha256(), limit)
+        dataset = _benchmarkable(item, bench)
+        queries = sample_queries(split_queries(dataset.queries, split), limit)
+        if not queries:
+            raise BenchError(f"dataset {dataset.name!r} has no query in the {split!r} split")
+        entry = DatasetResult(dataset, tuple(queries), dataset.sha256(), limit, split)
         for spec in backends:
             result = run_backend(
                 dataset.tools,
@@ -506,13 +583,35 @@ def run_benchmark(
                 if significance_on is not None
                 else default_significance_metrics(metrics)
             )
-            _add_significance(entry, tested, significance_test, max_p, depth)
+            _add_significance(entry, tested, significance_test, max_p, depth, correction)
         bench.datasets[dataset.name] = entry
     return bench
 
 
+def _benchmarkable(item: Dataset | str | Path, bench: BenchResult) -> Dataset:
+    """The dataset ``item`` names, loaded, with a name not yet used and some queries."""
+    dataset = item if isinstance(item, Dataset) else load_dataset(resolve_dataset(item))
+    if dataset.name in bench.datasets:
+        raise BenchError(
+            f"two datasets are named {dataset.name!r} ({dataset.path}); benchmark them "
+            "separately or rename one folder"
+        )
+    if not dataset.queries:
+        where = f" ({dataset.path})" if dataset.path else ""
+        raise BenchError(
+            f"dataset {dataset.name!r}{where} has no queries: it is a catalogue only, "
+            "nothing to benchmark"
+        )
+    return dataset
+
+
 def _add_significance(
-    entry: DatasetResult, metrics: Sequence[Metric], test: str, max_p: float, depth: int
+    entry: DatasetResult,
+    metrics: Sequence[Metric],
+    test: str,
+    max_p: float,
+    depth: int,
+    correction: str,
 ) -> None:
     qrels = entry.qrels
     if len(entry.backends) < 2:
@@ -524,5 +623,12 @@ def _add_significance(
     else:
         ranked = {name: result.ranked() for name, result in entry.backends.items()}
         entry.significance = compare_backends(
-            qrels, ranked, metrics, test=test, max_p=max_p, depth=depth
+            qrels,
+            ranked,
+            metrics,
+            test=test,
+            max_p=max_p,
+            depth=depth,
+            groups=entry.groups,
+            correction=correction,
         )

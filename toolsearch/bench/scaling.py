@@ -5,26 +5,41 @@ a dataset's tools by :func:`toolsearch.synth.scale_catalog` (seed 0: the same ca
 every machine). At each size every backend is built over the catalogue and runs the same
 sample of the dataset's queries through ToolSearch (run depth 100).
 
-Sizes are measured smallest first. A backend whose next size is projected — linearly from its
-last index time and query latency — to take longer than ``budget_seconds`` is not measured at
-that size or above, and the reason is recorded (nothing is left out silently).
+Sizes are measured smallest first, under one budget rule: a size's cost is its index time plus
+its queries' time. A backend is not measured at a size whose cost, projected linearly from its
+previous size, exceeds ``budget_seconds``; a size that was measured but cost more than the
+budget is kept, marked *over budget*, and ends the backend's curve. Every size left out is
+recorded with why, and the plot labels both kinds (nothing is left out silently).
+
+A backend whose parameters show a persistent vector cache (a ``cache`` or ``cache_dir``
+entry, its own or a member's) may index faster than a cold build — the embedding model then
+encodes only texts it has not seen. Its points are marked *cached* so the index times are not
+read as cold ones.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from toolsearch.bench.costs import percentile
 from toolsearch.bench.errors import BenchError
 from toolsearch.bench.metrics import RUN_DEPTH
 from toolsearch.bench.progress import NoProgress, Progress
-from toolsearch.bench.runner import BackendSpec, run_backend, sample_queries
+from toolsearch.bench.runner import BackendResult, BackendSpec, run_backend, sample_queries
 from toolsearch.dataset import Query
 from toolsearch.synth import scale_catalog
 from toolsearch.tool import Tool
 
-__all__ = ["DEFAULT_SIZES", "ScalePoint", "ScalingResult", "measure_scaling", "parse_sizes"]
+__all__ = [
+    "DEFAULT_SIZES",
+    "ScalePoint",
+    "ScalingResult",
+    "measure_scaling",
+    "parse_sizes",
+    "uses_persistent_cache",
+]
 
 DEFAULT_SIZES: tuple[int, ...] = (1_000, 10_000, 100_000)
 
@@ -38,6 +53,9 @@ class ScalePoint:
     p50_ms: float
     p95_ms: float
     n_queries: int
+    seconds: float = 0.0
+    over_budget: bool = False
+    cached: bool = False
 
 
 @dataclass
@@ -74,6 +92,44 @@ def parse_sizes(text: str) -> tuple[int, ...]:
     return tuple(sorted(sizes))
 
 
+def uses_persistent_cache(params: Mapping[str, Any]) -> bool:
+    """Whether backend ``params`` (searched through nested members) name a persistent cache."""
+    for key, value in params.items():
+        if key in ("cache", "cache_dir") and value not in (None, False, ""):
+            return True
+        if isinstance(value, Mapping) and uses_persistent_cache(value):
+            return True
+    return False
+
+
+def _skip_reason(points: Sequence[ScalePoint], size: int, budget: float) -> str | None:
+    """Why ``size`` is not measured after ``points`` (None: measure it)."""
+    if not points:
+        return None
+    last = points[-1]
+    if last.over_budget:
+        return f"{size:,} tools: skipped, {last.size:,} tools took {last.seconds:.0f} s > budget"
+    projected = last.seconds * size / last.size
+    if projected > budget:
+        return f"{size:,} tools: projected {projected:.0f} s > budget {budget:g} s"
+    return None
+
+
+def _point(run: BackendResult, size: int, budget_seconds: float) -> ScalePoint:
+    latencies = [o.latency_ms for o in run.outcomes]
+    seconds = run.index_seconds + sum(latencies) / 1000
+    return ScalePoint(
+        size=size,
+        index_seconds=run.index_seconds,
+        p50_ms=round(percentile(latencies, 50), 3),
+        p95_ms=round(percentile(latencies, 95), 3),
+        n_queries=len(latencies),
+        seconds=round(seconds, 3),
+        over_budget=seconds > budget_seconds,
+        cached=uses_persistent_cache(run.params),
+    )
+
+
 def measure_scaling(
     base_tools: Sequence[Tool],
     queries: Sequence[Query],
@@ -102,18 +158,14 @@ def measure_scaling(
         points: list[ScalePoint] = []
         skipped: list[str] = []
         for size in ordered:
-            if skipped:
-                skipped.append(f"{size:,} tools: skipped after a smaller size was over budget")
+            reason = (
+                f"{size:,} tools: skipped after a smaller size was over budget"
+                if skipped
+                else _skip_reason(points, size, budget_seconds)
+            )
+            if reason is not None:
+                skipped.append(reason)
                 continue
-            if points:
-                last = points[-1]
-                factor = size / last.size
-                projected = (last.index_seconds + last.p50_ms / 1000 * len(sample)) * factor
-                if projected > budget_seconds:
-                    skipped.append(
-                        f"{size:,} tools: projected {projected:.0f} s > budget {budget_seconds:g} s"
-                    )
-                    continue
             if size not in catalogues:
                 catalogues[size] = scale_catalog(base_tools, size, seed=0)
             run = run_backend(
@@ -124,16 +176,7 @@ def measure_scaling(
                 depth=depth,
                 progress=progress,
             )
-            latencies = [o.latency_ms for o in run.outcomes]
-            points.append(
-                ScalePoint(
-                    size=size,
-                    index_seconds=run.index_seconds,
-                    p50_ms=round(percentile(latencies, 50), 3),
-                    p95_ms=round(percentile(latencies, 95), 3),
-                    n_queries=len(sample),
-                )
-            )
+            points.append(_point(run, size, budget_seconds))
         result.points[spec.name] = points
         if skipped:
             result.skipped[spec.name] = skipped

@@ -7,9 +7,15 @@ tests are paired: query by query). Two tests are offered, both two-sided:
 ``fisher``   Fisher's randomization (permutation) test, 1,000 permutations, seed 42 (ranx
              ``"fisher"``; recommended for IR by Smucker, Allan & Carterette, CIKM 2007).
 
-No correction for multiple comparisons is applied; each result says which test, how many
-queries and which p-value threshold were used. ``complete@k`` has no ranx implementation, so
-the tests cover the ranx metrics (recall, hit, mrr, ndcg).
+With more than two backends each metric is tested on several pairs, so the p-values of one
+metric's pairs are corrected for multiple comparisons: Holm's step-down method by default
+(Holm, Scand. J. Statistics 1979; it controls the family-wise error rate like Bonferroni's
+and rejects at least as often), or Bonferroni's, or none. The family is one metric's pairs on
+one dataset. ranx 0.3 has no correction, so it is applied here to ranx's p-values. Each result
+says which test, which correction, how many queries and which threshold were used.
+``complete@k`` has no ranx implementation, so the tests cover the ranx metrics (recall, hit,
+mrr, ndcg). Queries with alternative tools are tested on their group view (see
+:mod:`toolsearch.bench.metrics`).
 """
 
 from __future__ import annotations
@@ -22,12 +28,14 @@ from typing import Any
 
 from toolsearch.bench._ranx import import_ranx, quiet, to_ranx
 from toolsearch.bench.errors import BenchError
-from toolsearch.bench.metrics import RUN_DEPTH, Metric, rank_scores
+from toolsearch.bench.metrics import RUN_DEPTH, Groups, Metric, group_view, rank_scores
 
 __all__ = [
+    "CORRECTIONS",
     "STAT_TESTS",
     "PairTest",
     "Significance",
+    "adjust_p_values",
     "compare_backends",
     "default_significance_metrics",
     "significance_metrics",
@@ -39,10 +47,18 @@ STAT_TESTS: Mapping[str, str] = {
     "fisher": "two-sided Fisher's randomization test (1,000 permutations)",
 }
 
+#: Multiple-comparison corrections and the names printed with their results.
+CORRECTIONS: Mapping[str, str] = {
+    "holm": "Holm-Bonferroni correction",
+    "bonferroni": "Bonferroni correction",
+    "none": "no multiple-comparison correction",
+}
+
 
 @dataclass(frozen=True, slots=True)
 class PairTest:
-    """One metric compared between two backends: their means and the test's p-value."""
+    """One metric compared between two backends: their means, the test's p-value and the
+    p-value after the multiple-comparison correction (what ``significant`` is decided on)."""
 
     a: str
     b: str
@@ -51,6 +67,7 @@ class PairTest:
     mean_b: float
     p_value: float
     significant: bool
+    p_adjusted: float
 
     @property
     def delta(self) -> float:
@@ -68,12 +85,23 @@ class Significance:
     max_p: float
     metrics: tuple[str, ...]
     pairs: tuple[PairTest, ...]
+    correction: str = "none"
+
+    @property
+    def family_size(self) -> int:
+        """How many pairs each metric's correction covers."""
+        return len(self.pairs) // max(1, len(self.metrics))
 
     def describe(self) -> str:
-        """One line: the test, the number of queries and the threshold."""
+        """One line: the test, the correction, the number of queries and the threshold."""
+        correction = CORRECTIONS[self.correction]
+        if self.correction != "none" and self.family_size == 1:
+            correction = "one pair per metric, so no multiple-comparison correction applies"
+        elif self.correction != "none":
+            correction += f" over the {self.family_size} pairs of each metric"
         return (
             f"{self.test_name} (ranx compare), n = {self.n_queries} queries, "
-            f"significant at p < {self.max_p:g}, no multiple-comparison correction"
+            f"significant at p < {self.max_p:g}, {correction}"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -81,6 +109,7 @@ class Significance:
         return {
             "test": self.test,
             "test_name": self.test_name,
+            "correction": self.correction,
             "n_queries": self.n_queries,
             "max_p": self.max_p,
             "metrics": list(self.metrics),
@@ -92,6 +121,7 @@ class Significance:
                     "mean_a": p.mean_a,
                     "mean_b": p.mean_b,
                     "p_value": p.p_value,
+                    "p_adjusted": p.p_adjusted,
                     "significant": p.significant,
                 }
                 for p in self.pairs
@@ -117,6 +147,25 @@ def default_significance_metrics(metrics: Sequence[Metric]) -> list[Metric]:
     return chosen or testable
 
 
+def adjust_p_values(p_values: Sequence[float], correction: str) -> list[float]:
+    """The p-values of one family after ``correction`` (``holm``, ``bonferroni``, ``none``),
+    in the given order. Holm: the i-th smallest of m is multiplied by ``m - i + 1``, kept
+    non-decreasing in that order, capped at 1."""
+    if correction not in CORRECTIONS:
+        raise BenchError(f"unknown correction {correction!r}; choose from {', '.join(CORRECTIONS)}")
+    m = len(p_values)
+    if correction == "none":
+        return list(p_values)
+    if correction == "bonferroni":
+        return [min(1.0, p * m) for p in p_values]
+    adjusted = [0.0] * m
+    running = 0.0
+    for step, index in enumerate(sorted(range(m), key=lambda i: p_values[i])):
+        running = max(running, min(1.0, (m - step) * p_values[index]))
+        adjusted[index] = running
+    return adjusted
+
+
 def compare_backends(
     qrels: Mapping[str, Mapping[str, int]],
     ranked: Mapping[str, Mapping[str, Sequence[str]]],
@@ -125,12 +174,59 @@ def compare_backends(
     test: str = "student",
     max_p: float = 0.05,
     depth: int = RUN_DEPTH,
+    groups: Groups | None = None,
+    correction: str = "holm",
 ) -> Significance:
     """Test every pair of backends of ``ranked`` (``{backend: {qid: tool names}}``) on the
-    ``metrics`` over the queries of ``qrels``.
+    ``metrics`` over the queries of ``qrels`` (with ``groups`` of alternatives, if any), and
+    correct each metric's p-values with ``correction``.
 
     A pair whose per-query values are identical has p = 1 (the t-test is undefined there).
     """
+    testable = _check_request(qrels, ranked, metrics, test, max_p, correction)
+    names = list(ranked)
+    ranx = import_ranx()
+    view_qrels, views = group_view(qrels, groups, {name: ranked[name] for name in names})
+    ranx_qrels, ranx_runs = to_ranx(
+        view_qrels,
+        {name: {qid: rank_scores(views[name][qid], depth) for qid in qrels} for name in names},
+    )
+    runs = [ranx_runs[name] for name in names]
+    metric_of = {m.ranx_name or m.name: m.name for m in testable}
+    with quiet():
+        report = ranx.compare(
+            ranx_qrels,
+            runs,
+            metrics=list(metric_of),
+            stat_test=test,
+            max_p=max_p,
+            n_permutations=1000,
+            random_seed=42,
+            make_comparable=False,
+        )
+    pairs = _pair_tests(report, names, metric_of, len(qrels), correction, max_p)
+    return Significance(
+        test=test,
+        test_name=STAT_TESTS[test],
+        n_queries=len(qrels),
+        max_p=max_p,
+        metrics=tuple(metric_of.values()),
+        pairs=tuple(pairs),
+        correction=correction,
+    )
+
+
+def _check_request(
+    qrels: Mapping[str, Mapping[str, int]],
+    ranked: Mapping[str, Mapping[str, Sequence[str]]],
+    metrics: Sequence[Metric],
+    test: str,
+    max_p: float,
+    correction: str,
+) -> list[Metric]:
+    """Validate a :func:`compare_backends` call; the metrics to test."""
+    if correction not in CORRECTIONS:
+        raise BenchError(f"unknown correction {correction!r}; choose from {', '.join(CORRECTIONS)}")
     if test not in STAT_TESTS:
         raise BenchError(f"unknown significance test {test!r}; choose from {', '.join(STAT_TESTS)}")
     if not 0 < max_p < 1:
@@ -143,57 +239,50 @@ def compare_backends(
             "the paired tests cover ranx's recall@k, hit@k, mrr@k and ndcg@k "
             "(complete@k and false_positive_rate have no ranx implementation)"
         )
-    names = list(ranked)
-    if len(names) < 2:
+    if len(ranked) < 2:
         raise BenchError("significance tests need at least two backends")
     if len(qrels) < 2:
         raise BenchError("significance tests need at least two judged queries")
-    for name in names:
-        missing = [qid for qid in qrels if qid not in ranked[name]]
+    for name, run in ranked.items():
+        missing = [qid for qid in qrels if qid not in run]
         if missing:
             raise BenchError(f"backend {name!r} has no result for query {missing[0]!r}")
-    ranx = import_ranx()
-    ranx_qrels, ranx_runs = to_ranx(
-        qrels,
-        {name: {qid: rank_scores(ranked[name][qid], depth) for qid in qrels} for name in names},
-    )
-    runs = [ranx_runs[name] for name in names]
-    metric_of = {m.ranx_name: m.name for m in testable}
-    with quiet():
-        report = ranx.compare(
-            ranx_qrels,
-            runs,
-            metrics=list(metric_of),
-            stat_test=test,
-            max_p=max_p,
-            n_permutations=1000,
-            random_seed=42,
-            make_comparable=False,
-        )
-    pairs: list[PairTest] = []
+    return testable
+
+
+def _pair_tests(
+    report: Any,
+    names: Sequence[str],
+    metric_of: Mapping[str, str],
+    n_queries: int,
+    correction: str,
+    max_p: float,
+) -> list[PairTest]:
+    """Every pair's result from a ranx report, with each metric's p-values corrected."""
+    raw: dict[tuple[str, str, str], float] = {}
     for a, b in combinations(names, 2):
-        for ranx_name, metric in metric_of.items():
-            result = report.comparisons[a, b][ranx_name]
-            p_value = float(result["p_value"])
-            wtl = report.win_tie_loss[(a, b)][ranx_name]
-            if math.isnan(p_value) or wtl["T"] == len(qrels):
+        for ranx_name in metric_of:
+            p_value = float(report.comparisons[a, b][ranx_name]["p_value"])
+            if math.isnan(p_value) or report.win_tie_loss[(a, b)][ranx_name]["T"] == n_queries:
                 p_value = 1.0
-            pairs.append(
-                PairTest(
-                    a=a,
-                    b=b,
-                    metric=metric,
-                    mean_a=float(report.results[a][ranx_name]),
-                    mean_b=float(report.results[b][ranx_name]),
-                    p_value=p_value,
-                    significant=p_value < max_p,
-                )
-            )
-    return Significance(
-        test=test,
-        test_name=STAT_TESTS[test],
-        n_queries=len(qrels),
-        max_p=max_p,
-        metrics=tuple(metric_of.values()),
-        pairs=tuple(pairs),
-    )
+            raw[a, b, ranx_name] = p_value
+    adjusted: dict[tuple[str, str, str], float] = {}
+    for ranx_name in metric_of:
+        family = [key for key in raw if key[2] == ranx_name]
+        adjusted.update(
+            zip(family, adjust_p_values([raw[key] for key in family], correction), strict=True)
+        )
+    pairs = [
+        PairTest(
+            a=a,
+            b=b,
+            metric=metric_of[ranx_name],
+            mean_a=float(report.results[a][ranx_name]),
+            mean_b=float(report.results[b][ranx_name]),
+            p_value=p_value,
+            significant=adjusted[a, b, ranx_name] < max_p,
+            p_adjusted=adjusted[a, b, ranx_name],
+        )
+        for (a, b, ranx_name), p_value in raw.items()
+    ]
+    return pairs

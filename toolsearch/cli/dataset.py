@@ -40,10 +40,14 @@ def register(subparsers: Any) -> None:
 
 
 def dataset_summary(dataset: Any) -> dict[str, Any]:
-    """Counts that show whether a dataset is what it should be."""
-    judged = Counter(len(gold) for gold in dataset.qrels.values())
+    """Counts that show whether a dataset is what it should be (a multi-tool query needs more
+    than one group of tools; see ``docs/benchmark.md``)."""
+    from toolsearch.splits import split_of
+
+    groups = dataset.query_groups
     relevant = {tool for gold in dataset.qrels.values() for tool in gold}
     styles = Counter(q.style for q in dataset.queries if q.style)
+    halves = Counter(split_of(q.id) for q in dataset.queries)
     return {
         "name": dataset.name,
         "path": str(dataset.path) if dataset.path is not None else None,
@@ -53,8 +57,13 @@ def dataset_summary(dataset: Any) -> dict[str, Any]:
         "queries": len(dataset.queries),
         "positive_queries": len(dataset.positives),
         "negative_queries": len(dataset.negatives),
-        "multi_tool_queries": sum(n for size, n in judged.items() if size > 1),
+        "multi_tool_queries": sum(1 for g in groups.values() if len(g) > 1),
+        "queries_with_alternatives": sum(
+            1 for g in groups.values() if any(len(group) > 1 for group in g)
+        ),
         "judgements": sum(len(gold) for gold in dataset.qrels.values()),
+        "dev_queries": halves["dev"],
+        "test_queries": halves["test"],
         "tools_never_relevant": len(dataset.tools) - len(relevant),
         "styles": dict(styles),
     }

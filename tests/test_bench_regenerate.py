@@ -1,0 +1,168 @@
+"""The published tables: every README table is the rendering of the committed JSON it cites,
+and the marker machinery of ``benchmarks/regenerate.py`` rejects malformed blocks."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from toolsearch.bench.tables import headline_table, significance_summary, style_table
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _regenerate() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "regenerate_under_test", ROOT / "benchmarks" / "regenerate.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while being built
+    spec.loader.exec_module(module)
+    return module
+
+
+regen = _regenerate()
+
+
+def test_readme_tables_match_the_committed_json() -> None:
+    assert regen.stale(ROOT / "README.md") == [], (
+        "README tables differ from their results JSON: run `python benchmarks/regenerate.py "
+        "--tables` (or regenerate the results) and commit"
+    )
+
+
+def test_every_registered_table_is_in_the_readme() -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    shown = {name for name, _, _ in regen.blocks(text)}
+    assert shown == set(regen.tables())
+
+
+def test_results_go_to_benchmarks_results_and_commands_run_here() -> None:
+    for result in regen.REGISTRY:
+        if result.name != "baseline":
+            assert result.file == ROOT / "benchmarks" / "results" / f"{result.name}.json"
+        assert str(result.file.relative_to(ROOT)) in result.command or result.name == "tune_hybrid"
+        head = result.argv()[0]
+        assert Path(head).name.startswith("python")
+
+
+def test_a_hand_edited_table_is_stale_and_rewriting_fixes_it(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    name, start, end = regen.blocks(text)[0]
+    readme.write_text(text[:start] + "\n| hand | typed |\n" + text[end:], encoding="utf-8")
+    assert regen.stale(readme) == [name]
+    readme.write_text(regen.rewrite(readme.read_text(encoding="utf-8")), encoding="utf-8")
+    assert regen.stale(readme) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("<!-- table:bench_keyword -->\nx\n", "never closed"),
+        ("<!-- /table:bench_keyword -->\n", "without its opening one"),
+        ("<!-- table:nope -->\n<!-- /table:nope -->\n", "unknown tables nope"),
+        (
+            "<!-- table:bench_keyword -->\n<!-- table:bench_backends -->\n",
+            "opens inside 'bench_keyword'",
+        ),
+        (
+            "<!-- table:bench_keyword -->\n<!-- /table:bench_keyword -->\n" * 2,
+            "more than once: bench_keyword",
+        ),
+    ],
+)
+def test_malformed_markers_are_named(text: str, message: str) -> None:
+    with pytest.raises(regen.TableError, match=message):
+        regen.blocks(text)
+
+
+def test_a_missing_results_file_renders_as_a_pointer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(regen, "RESULTS", tmp_path)
+    assert regen.render("quality-bfcl").startswith(
+        "*Not generated yet: run `python benchmarks/regenerate.py --only quality-bfcl`"
+    )
+
+
+RESULTS = {
+    "split": "test",
+    "datasets": {
+        "ds": {
+            "n_queries": 30,
+            "n_positives": 20,
+            "n_negatives": 10,
+            "n_tools": 7,
+            "sha256": "0123456789abcdef",
+            "split": "test",
+            "style_counts": {
+                "hard": {"queries": 20, "positives": 20, "negatives": 0},
+                "negative": {"queries": 10, "positives": 0, "negatives": 10},
+            },
+            "significance": {
+                "test": "student",
+                "test_name": "two-sided paired Student's t-test",
+                "correction": "holm",
+                "n_queries": 20,
+                "max_p": 0.05,
+                "metrics": ["recall@5"],
+                "pairs": [
+                    {
+                        "a": "a", "b": "b", "metric": "recall@5", "mean_a": 0.5,
+                        "mean_b": 0.75, "p_value": 0.01, "p_adjusted": 0.02,
+                        "significant": True,
+                    }
+                ],
+            },
+            "backends": {
+                "a": {
+                    "metrics": {"recall@5": 0.5, "false_positive_rate": 1.0},
+                    "ci95": {"recall@5": [0.3, 0.7], "false_positive_rate": [1.0, 1.0]},
+                    "by_style": {
+                        "hard": {"recall@5": 0.5},
+                        "negative": {"false_positive_rate": 1.0},
+                    },
+                    "tokens": {"all_tools": 12000, "with_search": 900},
+                },
+                "b": {
+                    "metrics": {"recall@5": 0.75, "false_positive_rate": 0.2},
+                    "ci95": {"recall@5": [0.55, 0.9], "false_positive_rate": [0.0, 0.5]},
+                    "by_style": {
+                        "hard": {"recall@5": 0.75},
+                        "negative": {"false_positive_rate": 0.2},
+                    },
+                    "tokens": {"all_tools": 12000, "with_search": 950},
+                },
+            },
+        }
+    },
+}  # fmt: skip
+
+
+def test_headline_table_by_hand() -> None:
+    table = headline_table(RESULTS, "ds", order_by="recall@5")
+    lines = table.splitlines()
+    assert lines[0].startswith("30 queries of the test split (20 with gold tools, 10 negative)")
+    assert "7 tools" in lines[0] and "sha256 0123456789ab" in lines[0]
+    assert lines[2] == "| backend | R@5 | false pos. | tokens all → with search |"
+    assert lines[4] == "| b | .750 [.550, .900] | .200 [.000, .500] | 12,000 → 950 |"
+    assert lines[5] == "| a | .500 [.300, .700] | 1.000 [1.000, 1.000] | 12,000 → 900 |"
+
+
+def test_style_and_significance_tables_by_hand() -> None:
+    styles = style_table(RESULTS, "ds").splitlines()
+    assert styles[0] == ("| backend | hard (recall@5, n = 20) | negative (false pos., n = 10) |")
+    assert styles[2] == "| b | .750 | .200 |"
+    sig = significance_summary(RESULTS, "ds").splitlines()
+    assert "Holm-corrected" in sig[0] and "n = 20 queries" in sig[0]
+    assert sig[4] == "| a | b | +0.250 (p 0.02)* |"
+    missing = json.loads(json.dumps(RESULTS))
+    missing["datasets"]["ds"]["significance"] = None
+    assert significance_summary(missing, "ds").startswith("No paired tests")
