@@ -2,7 +2,8 @@
 
 Dispatch order (SPEC §2), identical for every backend:
 
-1. ``select:a,b`` — exact, case-sensitive names (aliases too), deferred tools first;
+1. ``select:a,b`` — exact, case-sensitive names, then aliases (deferred tools first); an alias
+   never claims the name of a real tool;
 2. exact name — the lower-cased query equals a tool's lower-cased name;
 3. ``mcp__`` prefix — deferred tools whose name starts with the query, pool order;
 4. ranked search by the backend over the deferred tools, with the ``+required`` filter.
@@ -175,6 +176,10 @@ class ToolSearch:
         """The deferred tools (what the backend indexes), in pool order."""
         return self._deferred
 
+    def get(self, name: str) -> Tool | None:
+        """The pool's tool called exactly ``name``, if any."""
+        return self._by_name.get(name)
+
     def set_tools(self, tools: Iterable[Tool]) -> None:
         """Replace the pool. An incremental backend re-indexes only tools whose content
         changed; any other backend rebuilds."""
@@ -183,8 +188,8 @@ class ToolSearch:
         self._by_name = {tool.name: tool for tool in self._pool}
         self._by_lower = _first_by(self._pool, lambda t: [t.name.lower()])
         self._deferred_by_lower = _first_by(self._deferred, lambda t: [t.name.lower()])
-        self._by_name_or_alias = _first_by(self._pool, lambda t: [t.name, *t.aliases])
-        self._deferred_by_name_or_alias = _first_by(self._deferred, lambda t: [t.name, *t.aliases])
+        self._by_alias = _first_by(self._pool, lambda t: t.aliases)
+        self._deferred_by_alias = _first_by(self._deferred, lambda t: t.aliases)
         wanted = {tool.name: tool.content_hash() for tool in self._deferred}
         if self._indexed and isinstance(self.backend, IncrementalBackend):
             removed = [name for name in self._indexed if name not in wanted]
@@ -232,7 +237,12 @@ class ToolSearch:
     def _select(self, names: Sequence[str]) -> list[Match]:
         found: dict[str, Match] = {}
         for name in names:
-            tool = self._deferred_by_name_or_alias.get(name) or self._by_name_or_alias.get(name)
+            # A real tool's name always wins: an alias never stands in for another tool.
+            tool = (
+                self._by_name.get(name)
+                or self._deferred_by_alias.get(name)
+                or self._by_alias.get(name)
+            )
             if tool is not None and tool.name not in found:
                 found[tool.name] = Match(tool.name, None, "select")
         return list(found.values())

@@ -22,6 +22,7 @@ __all__ = [
     "normalize_name_part",
     "pool_order",
     "pool_sort_key",
+    "server_of_name",
 ]
 
 MCP_PREFIX = "mcp__"
@@ -44,7 +45,8 @@ def mcp_tool_name(server: str, tool: str) -> str:
     return f"{MCP_PREFIX}{normalize_name_part(server)}__{normalize_name_part(tool)}"
 
 
-def _server_from_name(name: str) -> str | None:
+def server_of_name(name: str) -> str | None:
+    """The server part of an ``mcp__<server>__<tool>`` name (up to the first ``__``), if any."""
     if not name.startswith(MCP_PREFIX):
         return None
     server = name[len(MCP_PREFIX) :].split("__", 1)[0]
@@ -85,7 +87,7 @@ class Tool:
             hint = " ".join(hint.split()) or None
             object.__setattr__(self, "search_hint", hint)
         object.__setattr__(self, "aliases", tuple(self.aliases))
-        server = self.server if self.server is not None else _server_from_name(self.name)
+        server = self.server if self.server is not None else server_of_name(self.name)
         object.__setattr__(self, "server", server)
         if self.is_mcp is None:
             object.__setattr__(

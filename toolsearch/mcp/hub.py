@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import Any
 
@@ -44,8 +44,8 @@ from toolsearch.mcp.client import (
     ToolCallResult,
     require_sdk,
 )
-from toolsearch.mcp.config import McpConfig, ServerConfig
-from toolsearch.permissions import DenyRule, is_denied, parse_rules
+from toolsearch.mcp.config import McpConfig, ServerConfig, check_tool_prefixes
+from toolsearch.permissions import DenyRule, filter_denied, parse_rules, unmatched_rules
 from toolsearch.tool import MCP_PREFIX, Tool, normalize_name_part
 
 __all__ = [
@@ -194,9 +194,15 @@ class McpHub:
         for value, label in ((startup_timeout, "startup_timeout"), (call_timeout, "call_timeout")):
             if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
                 raise ConfigError(f"{label} must be a positive number of seconds, got {value!r}")
+        check_tool_prefixes(configs)
         self.rules: list[DenyRule] = parse_rules(deny)
-        self.on_change = on_change
         self._local = list(tools)
+        #: Rules that match no local tool and no tool a configured server could offer.
+        self.unmatched_rules: list[DenyRule] = unmatched_rules(
+            self.rules, tools=self._local, servers=names
+        )
+        self.on_change = on_change
+        self._defer_all = False
         self._connections: dict[str, McpServerConnection] = {}
         self._prefixes: dict[str, str] = {}
         for config in configs:
@@ -310,20 +316,30 @@ class McpHub:
 
     def tool(self, name: str) -> Tool | None:
         """A permitted tool by exact name."""
-        return next((t for t in self.engine.pool if t.name == name), None)
+        return self.engine.get(name)
 
     def is_denied(self, name: str) -> bool:
-        """Whether a permission rule denies the tool called ``name``."""
-        return is_denied(Tool(name), self.rules)
+        """Whether a permission rule denies the tool called ``name`` (any string)."""
+        return any(rule.matches_name(name) for rule in self.rules)
 
     def _pending(self) -> tuple[str, ...]:
         return tuple(n for n, c in self._connections.items() if c.status == "connecting")
 
+    def defer_all_tools(self) -> None:
+        """Make every MCP tool searchable, ``alwaysLoad`` ones included: for a gateway, which
+        sends no tool definitions up front, "always loaded" must still mean "findable"."""
+        if not self._defer_all:
+            self._defer_all = True
+            self.engine.set_tools(self._visible_pool())
+
     def _visible_pool(self) -> list[Tool]:
         pool = list(self._local)
         for connection in self._connections.values():
-            pool.extend(connection.tools)
-        return [tool for tool in pool if not is_denied(tool, self.rules)]
+            if self._defer_all:
+                pool.extend(_deferred(tool) for tool in connection.tools)
+            else:
+                pool.extend(connection.tools)
+        return filter_denied(pool, self.rules)
 
     def _connection_changed(self, connection: McpServerConnection) -> None:
         before = self._server_tools[connection.name]
@@ -381,10 +397,10 @@ class McpHub:
         """Run one ToolSearch query over the permitted pool (raises :class:`QueryError` on
         invalid arguments, like :meth:`ToolSearch.search`)."""
         result = self.engine.search(query, max_results)
-        by_name = {tool.name: tool for tool in self.engine.pool}
+        found = (self.engine.get(name) for name in result.names)
         return HubSearchResult(
             result=result,
-            tools=tuple(by_name[name] for name in result.names),
+            tools=tuple(tool for tool in found if tool is not None),
             failed_servers=self.failed_servers,
         )
 
@@ -561,6 +577,10 @@ class BlockingMcpHub:
             return _tool_output(self.call_tool(tool.name, dict(call.input)))
 
         return run
+
+
+def _deferred(tool: Tool) -> Tool:
+    return replace(tool, always_load=False) if tool.always_load else tool
 
 
 def _tool_output(result: ToolCallResult) -> Any:
