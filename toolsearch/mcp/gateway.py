@@ -247,6 +247,7 @@ class Gateway:
         try:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind((host, port))
+            sock.listen(2048)  # connections queue from here on, so on_ready is not early
         except OSError as exc:
             sock.close()
             raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
