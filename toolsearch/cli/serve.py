@@ -73,6 +73,21 @@ def register(subparsers: Any) -> None:
         metavar="SECONDS",
         help="how long a tool call may take (default 120)",
     )
+    parser.add_argument(
+        "--max-tools",
+        type=int,
+        default=None,
+        metavar="N",
+        help="most tools one server may list; more fails that server (default 10000)",
+    )
+    parser.add_argument(
+        "--max-message-bytes",
+        type=int,
+        default=None,
+        metavar="BYTES",
+        help="largest message a stdio server may send; a larger tool result is an error "
+        "result (default 16 MiB)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -95,6 +110,12 @@ def run(args: argparse.Namespace) -> int:
         options["allow_origins"] = args.allow_origin
     elif args.token_file or args.allow_host or args.allow_origin:
         raise ConfigError("--token-file, --allow-host and --allow-origin need --transport http")
+    for flag in ("max_tools", "max_message_bytes"):
+        limit = getattr(args, flag)
+        if limit is not None:
+            if limit < 1:
+                raise ConfigError(f"--{flag.replace('_', '-')} must be positive, got {limit}")
+            options[flag] = limit
     for flag in ("startup_timeout", "call_timeout"):
         value = getattr(args, flag)
         if value is not None:

@@ -37,6 +37,8 @@ from toolsearch.engine import DEFAULT_MAX_RESULTS, DEFAULT_MAX_RESULTS_CAP, Sear
 from toolsearch.errors import ConfigError
 from toolsearch.mcp.client import (
     DEFAULT_CALL_TIMEOUT,
+    DEFAULT_MAX_MESSAGE_BYTES,
+    DEFAULT_MAX_TOOLS,
     DEFAULT_STARTUP_TIMEOUT,
     McpServerConnection,
     ProtocolMode,
@@ -183,6 +185,8 @@ class McpHub:
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
         mode: ProtocolMode = "auto",
         on_change: Callable[[ToolChange], None] | None = None,
+        max_tools: int = DEFAULT_MAX_TOOLS,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     ) -> None:
         configs = list(servers.servers if isinstance(servers, McpConfig) else servers)
         if configs:
@@ -194,6 +198,9 @@ class McpHub:
         for value, label in ((startup_timeout, "startup_timeout"), (call_timeout, "call_timeout")):
             if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
                 raise ConfigError(f"{label} must be a positive number of seconds, got {value!r}")
+        for limit, label in ((max_tools, "max_tools"), (max_message_bytes, "max_message_bytes")):
+            if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+                raise ConfigError(f"{label} must be a positive integer, got {limit!r}")
         check_tool_prefixes(configs)
         self.rules: list[DenyRule] = parse_rules(deny)
         self._local = list(tools)
@@ -212,6 +219,8 @@ class McpHub:
                 call_timeout=call_timeout,
                 mode=mode,
                 on_change=self._connection_changed,
+                max_tools=max_tools,
+                max_message_bytes=max_message_bytes,
             )
             self._prefixes[f"{MCP_PREFIX}{normalize_name_part(config.name)}__"] = config.name
         self._server_tools: dict[str, dict[str, str]] = {name: {} for name in names}
