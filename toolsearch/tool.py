@@ -71,6 +71,9 @@ class Tool:
     server: str | None = None
     is_mcp: bool | None = None  # derived in __post_init__ unless given
     metadata: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    _content_hash: str | None = field(
+        default=None, init=False, repr=False, hash=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -100,7 +103,10 @@ class Tool:
         return bool(self.is_mcp)
 
     def content_hash(self) -> str:
-        """A stable hash of everything a search index reads; unchanged tools keep it."""
+        """A stable hash of everything a search index reads; unchanged tools keep it. Computed
+        once per tool object (the tool is immutable)."""
+        if self._content_hash is not None:
+            return self._content_hash
         payload = {
             "name": self.name,
             "description": self.description,
@@ -110,7 +116,9 @@ class Tool:
             "server": self.server,
         }
         blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=_json_default)
-        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+        digest = hashlib.sha256(blob.encode("utf-8")).hexdigest()
+        object.__setattr__(self, "_content_hash", digest)
+        return digest
 
     def definition(self) -> dict[str, Any]:
         """The tool as a plain provider-neutral definition (name, description, input_schema)."""
