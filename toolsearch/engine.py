@@ -20,6 +20,7 @@ from toolsearch.errors import QueryError
 from toolsearch.pool_index import PoolIndex
 from toolsearch.query import parse_query, parse_select
 from toolsearch.required import RequiredIndex
+from toolsearch.tokenize import MAX_QUERY_TOKENS
 from toolsearch.tool import MCP_PREFIX, TOOL_SEARCH_NAME, Tool, is_deferred
 
 __all__ = [
@@ -264,7 +265,7 @@ class ToolSearch:
             return []
         allowed: set[str] | None = None
         if parsed.required:
-            allowed = self._required.matching(parsed.required)
+            allowed = self._required.matching(parsed.required[:MAX_QUERY_TOKENS])
             if not allowed:
                 return []
         indexed = self._indexed
