@@ -36,7 +36,7 @@ def test_a_megabyte_query_is_answered() -> None:
 
 @pytest.mark.parametrize("backend", ["keyword", "bm25", "fts5", "embedding"])
 def test_a_lone_surrogate_in_a_query_is_dropped_by_every_backend(backend: str) -> None:
-    from backends.embedding import EmbeddingBackend, HashingEncoder
+    from toolsearch.backends.embedding import EmbeddingBackend, HashingEncoder
 
     chosen = EmbeddingBackend(encoder=HashingEncoder(), cache_dir=False)
     engine = ToolSearch(TOOLS, backend=chosen if backend == "embedding" else backend)
