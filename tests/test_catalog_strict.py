@@ -40,6 +40,7 @@ GOOD = '{"name": "Good", "description": "fine"}'
         ('{"name": "A", "input_schema": {"maximum": ' + "9" * 5000 + "}}", "5,000 digits"),
         ("[" * 10_000 + "]" * 10_000, "nested deeper than"),
     ],
+    ids=["duplicate-key", "nan", "infinity", "overflow", "huge-int", "deep"],
 )
 def test_hostile_json_is_a_located_error(tmp_path: Path, line: str, fragment: str) -> None:
     path = jsonl(tmp_path, GOOD, line)
