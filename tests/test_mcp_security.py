@@ -145,3 +145,38 @@ def test_gateway_logs_failed_servers_and_unmatched_rules_on_stderr(tmp_path: Pat
     assert "MCP server 'crashy' failed: " in lines[2]
     assert "cannot open the database" in lines[2]
     assert "every MCP server has settled: 1 failed" in lines[3]
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(60)
+async def test_a_relisting_checks_rules_for_that_servers_tools_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import toolsearch.mcp.hub as hub_module
+
+    config = parse_mcp_config(
+        support.config(
+            big=support.stdio("many_tools", "--page-size", "100"),
+            notes={**support.stdio("changing"), "alwaysLoad": True},
+        )
+    )
+    async with McpHub(config, backend="keyword", deny=["mcp__big__github_delete_issue"]) as hub:
+        Gateway(hub)
+        with anyio.fail_after(30):
+            assert await hub.wait_ready()
+        checked: list[str] = []
+        real = hub_module.filter_denied
+
+        def counting(tools: Any, rules: Any) -> Any:
+            tools = list(tools)
+            checked.extend(t.name for t in tools)
+            return real(tools, rules)
+
+        monkeypatch.setattr(hub_module, "filter_denied", counting)
+        before = {id(t) for t in hub.tools if t.server == "big"}
+        await hub.call_tool("mcp__notes__admin_add_tool", {"name": "notes_pin"})
+        with anyio.fail_after(20):
+            assert await hub.wait_until(lambda h: h.tool("mcp__notes__notes_pin") is not None)
+        assert checked and all(name.startswith("mcp__notes__") for name in checked)
+        assert {id(t) for t in hub.tools if t.server == "big"} == before
+        assert hub.tool("mcp__big__github_delete_issue") is None

@@ -35,7 +35,11 @@ def register(subparsers: Any) -> None:
         default="stdio",
         help="stdio (default; what MCP hosts launch) or streamable HTTP",
     )
-    parser.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1)")
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="HTTP address (default 127.0.0.1); any other than loopback needs a bearer token",
+    )
     parser.add_argument(
         "--port", type=int, default=8000, help="HTTP port; 0 picks a free one (default 8000)"
     )

@@ -14,7 +14,9 @@ Servers still connecting are named in no-match results, failed servers with thei
 tools removed because their server disconnected are announced in the next search. Permission
 rules apply before search: a denied tool is neither found nor run.
 
-The gateway serves stdio (the default, what hosts launch) or streamable HTTP.
+The gateway serves stdio (the default, what hosts launch) or streamable HTTP, where every
+request passes Host/Origin allow-lists and, off loopback, a bearer token (docs/security.md,
+"HTTP gateway").
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import Any
@@ -169,7 +169,10 @@ class McpHub:
     non-MCP tools to put in the same pool (a built-in wins a name clash). ``deny`` holds
     permission rules; ``backend`` and ``backend_options`` choose the ranking backend as for
     :class:`ToolSearch`. ``on_change`` is called on the event loop with every
-    :class:`ToolChange`.
+    :class:`ToolChange`. ``max_tools`` caps how many tools one server may list and
+    ``max_message_bytes`` how large one message from a stdio server may be (a larger tool
+    result is an error result; docs/security.md, "Hostile servers"). Servers whose tools could
+    take each other's names are refused (:func:`~toolsearch.mcp.config.check_tool_prefixes`).
     """
 
     def __init__(
@@ -210,6 +213,7 @@ class McpHub:
         )
         self.on_change = on_change
         self._defer_all = False
+        self._visible: dict[int, tuple[Tool, Tool | None]] = {}
         self._connections: dict[str, McpServerConnection] = {}
         self._prefixes: dict[str, str] = {}
         for config in configs:
@@ -339,16 +343,34 @@ class McpHub:
         sends no tool definitions up front, "always loaded" must still mean "findable"."""
         if not self._defer_all:
             self._defer_all = True
+            self._visible = {}
             self.engine.set_tools(self._visible_pool())
 
     def _visible_pool(self) -> list[Tool]:
-        pool = list(self._local)
-        for connection in self._connections.values():
-            if self._defer_all:
-                pool.extend(_deferred(tool) for tool in connection.tools)
-            else:
-                pool.extend(connection.tools)
-        return filter_denied(pool, self.rules)
+        """The permitted pool. Each tool's visible form (denied: None; else itself, or a copy
+        without denied aliases or, for a gateway, without ``alwaysLoad``) is kept while the
+        tool is the same object, so a change costs rule checks for the changed tools only and
+        the engine sees the other tools unchanged."""
+        cache: dict[int, tuple[Tool, Tool | None]] = {}
+        pool: list[Tool] = []
+        sources: list[tuple[Sequence[Tool], bool]] = [(self._local, False)]
+        sources += [(c.tools, self._defer_all) for c in self._connections.values()]
+        for tools, defer in sources:
+            for tool in tools:
+                kept = self._visible.get(id(tool))
+                if kept is None or kept[0] is not tool:
+                    kept = (tool, self._visible_form(tool, defer))
+                cache[id(tool)] = kept
+                if kept[1] is not None:
+                    pool.append(kept[1])
+        self._visible = cache
+        return pool
+
+    def _visible_form(self, tool: Tool, defer: bool) -> Tool | None:
+        if defer and tool.always_load:
+            tool = replace(tool, always_load=False)
+        permitted = filter_denied([tool], self.rules)
+        return permitted[0] if permitted else None
 
     def _connection_changed(self, connection: McpServerConnection) -> None:
         before = self._server_tools[connection.name]
@@ -586,10 +608,6 @@ class BlockingMcpHub:
             return _tool_output(self.call_tool(tool.name, dict(call.input)))
 
         return run
-
-
-def _deferred(tool: Tool) -> Tool:
-    return replace(tool, always_load=False) if tool.always_load else tool
 
 
 def _tool_output(result: ToolCallResult) -> Any:
