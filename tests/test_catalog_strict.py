@@ -80,3 +80,10 @@ def test_the_cli_reports_a_hostile_catalogue_without_a_traceback(
     assert main(["request", "--catalog", str(path)]) == 2
     err = capsys.readouterr().err
     assert "NaN is not a JSON number" in err and "Traceback" not in err
+
+
+def test_a_tool_built_in_code_refuses_a_schema_it_could_not_serialise() -> None:
+    from toolsearch.tool import Tool
+
+    with pytest.raises(ValueError, match=f"nests deeper than {MAX_DEPTH} levels"):
+        Tool("Deep", input_schema=nested_schema(400))

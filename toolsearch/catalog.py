@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from toolsearch.errors import CatalogError
-from toolsearch.tool import Tool, mcp_tool_name
+from toolsearch.tool import MAX_JSON_DEPTH, Tool, json_depth, mcp_tool_name
 
 __all__ = [
     "MAX_DEPTH",
@@ -27,9 +27,8 @@ __all__ = [
     "tools_from_mcp_result",
 ]
 
-#: Deepest nesting of objects and arrays a tool record may have; JSON Schemas in the wild stay
-#: far below it, and deeper ones cannot be sent to a model or serialised safely.
-MAX_DEPTH = 100
+#: Deepest nesting of objects and arrays a tool record may have (see ``tool.MAX_JSON_DEPTH``).
+MAX_DEPTH = MAX_JSON_DEPTH
 #: Longest integer literal accepted (digits); anything longer is a corrupt or hostile file.
 MAX_INTEGER_DIGITS = 100
 
@@ -120,26 +119,6 @@ def decode_json(text: str, *, path: str | Path | None = None, line: int | None =
     return data
 
 
-def _depth(value: Any) -> int:
-    """How deeply objects and arrays nest in ``value`` (iteratively: no recursion limit)."""
-    deepest = 0
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        item, level = stack.pop()
-        if isinstance(item, Mapping):
-            children: Iterable[Any] = item.values()
-        elif isinstance(item, list | tuple):
-            children = item
-        else:
-            continue
-        level += 1
-        deepest = max(deepest, level)
-        if deepest > MAX_DEPTH:
-            return deepest
-        stack.extend((child, level) for child in children)
-    return deepest
-
-
 def _pick(data: Mapping[str, Any], keys: Iterable[str]) -> tuple[str | None, Any]:
     for key in keys:
         if key in data:
@@ -159,7 +138,7 @@ def tool_from_dict(
     where = _Where(path, line, item)
     if not isinstance(data, Mapping):
         raise where.error(f"a tool must be a JSON object, got {type(data).__name__}")
-    if _depth(data) > MAX_DEPTH:
+    if json_depth(data, MAX_DEPTH) > MAX_DEPTH:
         raise where.error(f"the record nests objects and arrays deeper than {MAX_DEPTH} levels")
     if data.get("type") == "function" and isinstance(data.get("function"), Mapping):
         data = {**data["function"], **{k: v for k, v in data.items() if k not in ("function",)}}

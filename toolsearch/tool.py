@@ -14,10 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "MAX_JSON_DEPTH",
     "MCP_PREFIX",
     "TOOL_SEARCH_NAME",
     "Tool",
     "is_deferred",
+    "json_depth",
     "mcp_tool_name",
     "normalize_name_part",
     "pool_order",
@@ -29,6 +31,30 @@ MCP_PREFIX = "mcp__"
 TOOL_SEARCH_NAME = "ToolSearch"
 
 _INVALID_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
+#: Deepest nesting of objects and arrays in a tool's input schema: JSON Schemas in the wild stay
+#: far below it, and deeper ones cannot be serialised or sent to a model safely.
+MAX_JSON_DEPTH = 100
+
+
+def json_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> int:
+    """How deeply objects and arrays nest in ``value``, counted iteratively (no recursion
+    limit); stops counting once past ``limit``."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, Mapping):
+            children: Iterable[Any] = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        level += 1
+        deepest = max(deepest, level)
+        if deepest > limit:
+            return deepest
+        stack.extend((child, level) for child in children)
+    return deepest
 
 
 def _empty_schema() -> Mapping[str, Any]:
@@ -84,6 +110,10 @@ class Tool:
             raise ValueError(
                 f"tool {self.name!r}: input_schema must be a JSON object, "
                 f"got {type(self.input_schema).__name__}"
+            )
+        if json_depth(self.input_schema) > MAX_JSON_DEPTH:
+            raise ValueError(
+                f"tool {self.name!r}: input_schema nests deeper than {MAX_JSON_DEPTH} levels"
             )
         hint = self.search_hint
         if hint is not None:
