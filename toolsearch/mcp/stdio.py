@@ -139,6 +139,7 @@ def _parse(line: bytes) -> Any:
             logger.debug("an MCP server printed a line that is not JSON-RPC: %s", exc)
             return exc
         why = "nested too deeply" if "recursion limit" in str(exc) else "not valid JSON-RPC"
+        logger.warning("an MCP server's reply to request %r is %s: %.300s", request_id, why, exc)
         return _error_reply(request_id, MESSAGE_UNREADABLE, f"the server's reply is {why}")
 
 
