@@ -35,6 +35,27 @@ def register(subparsers: Any) -> None:
         default="stdio",
         help="stdio (default; what MCP hosts launch) or streamable HTTP",
     )
+    _http_arguments(parser)
+    parser.add_argument(
+        "--startup-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="how long a server may take to connect before it counts as failed (default 30)",
+    )
+    parser.add_argument(
+        "--call-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="how long a tool call may take (default 120)",
+    )
+    _limit_arguments(parser)
+    parser.set_defaults(func=run)
+
+
+def _http_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where the HTTP transport listens and who may talk to it (docs/security.md)."""
     parser.add_argument(
         "--host",
         default="127.0.0.1",
@@ -63,20 +84,10 @@ def register(subparsers: Any) -> None:
         metavar="ORIGIN",
         help="HTTP: a browser Origin to accept (e.g. http://localhost:6274); repeatable",
     )
-    parser.add_argument(
-        "--startup-timeout",
-        type=float,
-        default=None,
-        metavar="SECONDS",
-        help="how long a server may take to connect before it counts as failed (default 30)",
-    )
-    parser.add_argument(
-        "--call-timeout",
-        type=float,
-        default=None,
-        metavar="SECONDS",
-        help="how long a tool call may take (default 120)",
-    )
+
+
+def _limit_arguments(parser: argparse.ArgumentParser) -> None:
+    """Limits that keep a hostile or broken server from costing unbounded time or memory."""
     parser.add_argument(
         "--max-tools",
         type=int,
@@ -92,7 +103,6 @@ def register(subparsers: Any) -> None:
         help="largest message a stdio server may send; a larger tool result is an error "
         "result (default 16 MiB)",
     )
-    parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -514,14 +514,7 @@ class McpServerConnection:
         server's own name for it). Every failure comes back as an error result."""
         client = self._client
         if client is None or self.status != "connected":
-            status, error = self.status, self.error
-            if status == "connected":  # gone, its state not recorded yet: never say connected
-                status = "disconnected"
-                error = self._fatal_reason or "the server closed the connection"
-            reason = f": {error}" if error else ""
-            return ToolCallResult.error(
-                f"MCP server {self.name!r} is {status}{reason}", server=self.name
-            )
+            return self._unavailable()
         remote = self._original_names.get(tool_name, tool_name)
         if not isinstance(arguments, Mapping) and arguments is not None:
             return ToolCallResult.error(
@@ -529,7 +522,6 @@ class McpServerConnection:
             )
         limit = timeout or self.call_timeout
         from mcp.shared.exceptions import MCPError
-        from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
         try:
             with anyio.fail_after(limit + 1.0):
@@ -537,22 +529,7 @@ class McpServerConnection:
                     remote, dict(arguments or {}), read_timeout_seconds=limit
                 )
         except MCPError as exc:
-            if exc.code == MESSAGE_TOO_LARGE:
-                message = (
-                    f"the result of {remote!r} from MCP server {self.name!r} is too large: "
-                    f"{exc.message} (raise it with --max-message-bytes or "
-                    "McpHub(max_message_bytes=...))"
-                )
-            elif exc.code == REQUEST_TIMEOUT:
-                message = f"MCP server {self.name!r} did not answer {remote!r} within {limit:g} s"
-            elif exc.code == CONNECTION_CLOSED:
-                message = f"MCP server {self.name!r} disconnected during the call to {remote!r}"
-            else:
-                message = (
-                    f"MCP server {self.name!r} returned an error for {remote!r}: "
-                    f"{exc.message} (MCP error {exc.code})"
-                )
-            return ToolCallResult.error(message, server=self.name, code=exc.code)
+            return self._call_error(exc.code, exc.message, remote, limit)
         except TimeoutError:
             return ToolCallResult.error(
                 f"MCP server {self.name!r} did not answer {remote!r} within {limit:g} s",
@@ -572,6 +549,36 @@ class McpServerConnection:
             structured_content=result.structured_content,
             metadata={"server": self.name},
         )
+
+    def _unavailable(self) -> ToolCallResult:
+        status, error = self.status, self.error
+        if status == "connected":  # gone, its state not recorded yet: never say connected
+            status = "disconnected"
+            error = self._fatal_reason or "the server closed the connection"
+        reason = f": {error}" if error else ""
+        return ToolCallResult.error(
+            f"MCP server {self.name!r} is {status}{reason}", server=self.name
+        )
+
+    def _call_error(self, code: int, text: str, remote: str, limit: float) -> ToolCallResult:
+        """The error result for a call the server (or the transport) answered with an error."""
+        from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
+        if code == MESSAGE_TOO_LARGE:
+            message = (
+                f"the result of {remote!r} from MCP server {self.name!r} is too large: {text} "
+                "(raise it with --max-message-bytes or McpHub(max_message_bytes=...))"
+            )
+        elif code == REQUEST_TIMEOUT:
+            message = f"MCP server {self.name!r} did not answer {remote!r} within {limit:g} s"
+        elif code == CONNECTION_CLOSED:
+            message = f"MCP server {self.name!r} disconnected during the call to {remote!r}"
+        else:
+            message = (
+                f"MCP server {self.name!r} returned an error for {remote!r}: {text} "
+                f"(MCP error {code})"
+            )
+        return ToolCallResult.error(message, server=self.name, code=code)
 
     # ------------------------------------------------------------------ state
 

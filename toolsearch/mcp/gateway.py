@@ -336,19 +336,7 @@ async def serve(
     once every server has settled. ``token``, ``allow_hosts`` and ``allow_origins`` guard
     the HTTP transport (see :meth:`Gateway.run_http`). A config without enabled servers is a
     :class:`ConfigError`: such a gateway would serve nothing."""
-    if transport not in ("stdio", "http"):
-        raise ConfigError(f"unknown gateway transport {transport!r}; expected 'stdio' or 'http'")
-    if not config.servers:
-        where = config.path or "the MCP config"
-        why = f"every server is disabled ({', '.join(config.disabled)})" if config.disabled else ""
-        raise ConfigError(
-            f"{where} has no enabled MCP servers{': ' + why if why else ''}; the gateway would "
-            "serve nothing. Add servers under 'mcpServers'"
-        )
-    if transport == "http":
-        from toolsearch.mcp.http_security import HttpSecurity
-
-        HttpSecurity.for_address(host, port or 1, token=token)  # refuse before connecting
+    _check_servable(config, transport, host, port, token)
     require_sdk()
     log = log or (lambda line: None)
     user_change = hub_options.pop("on_change", None)
@@ -377,6 +365,26 @@ async def serve(
                 allow_hosts=allow_hosts,
                 allow_origins=allow_origins,
             )
+
+
+def _check_servable(
+    config: McpConfig, transport: str, host: str, port: int, token: str | None
+) -> None:
+    """Refuse, before connecting anything, a gateway that would serve nothing or listen
+    unprotected."""
+    if transport not in ("stdio", "http"):
+        raise ConfigError(f"unknown gateway transport {transport!r}; expected 'stdio' or 'http'")
+    if not config.servers:
+        where = config.path or "the MCP config"
+        why = f"every server is disabled ({', '.join(config.disabled)})" if config.disabled else ""
+        raise ConfigError(
+            f"{where} has no enabled MCP servers{': ' + why if why else ''}; the gateway would "
+            "serve nothing. Add servers under 'mcpServers'"
+        )
+    if transport == "http":
+        from toolsearch.mcp.http_security import HttpSecurity
+
+        HttpSecurity.for_address(host, port or 1, token=token)
 
 
 class _ServerLog:

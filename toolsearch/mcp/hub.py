@@ -152,6 +152,26 @@ class HubSearchResult:
         return record
 
 
+def _check_options(
+    configs: list[ServerConfig],
+    startup_timeout: float,
+    call_timeout: float,
+    max_tools: int,
+    max_message_bytes: int,
+) -> None:
+    names = [c.name for c in configs]
+    if len(set(names)) != len(names):
+        duplicate = next(n for n in names if names.count(n) > 1)
+        raise ConfigError(f"MCP server {duplicate!r} is configured twice")
+    for value, label in ((startup_timeout, "startup_timeout"), (call_timeout, "call_timeout")):
+        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+            raise ConfigError(f"{label} must be a positive number of seconds, got {value!r}")
+    for limit, label in ((max_tools, "max_tools"), (max_message_bytes, "max_message_bytes")):
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ConfigError(f"{label} must be a positive integer, got {limit!r}")
+    check_tool_prefixes(configs)
+
+
 def _server_of(name: str, prefixes: Mapping[str, str]) -> str | None:
     if not name.startswith(MCP_PREFIX):
         return None
@@ -195,16 +215,7 @@ class McpHub:
         if configs:
             require_sdk()
         names = [c.name for c in configs]
-        if len(set(names)) != len(names):
-            duplicate = next(n for n in names if names.count(n) > 1)
-            raise ConfigError(f"MCP server {duplicate!r} is configured twice")
-        for value, label in ((startup_timeout, "startup_timeout"), (call_timeout, "call_timeout")):
-            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-                raise ConfigError(f"{label} must be a positive number of seconds, got {value!r}")
-        for limit, label in ((max_tools, "max_tools"), (max_message_bytes, "max_message_bytes")):
-            if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-                raise ConfigError(f"{label} must be a positive integer, got {limit!r}")
-        check_tool_prefixes(configs)
+        _check_options(configs, startup_timeout, call_timeout, max_tools, max_message_bytes)
         self.rules: list[DenyRule] = parse_rules(deny)
         self._local = list(tools)
         #: Rules that match no local tool and no tool a configured server could offer.

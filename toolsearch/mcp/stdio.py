@@ -143,6 +143,27 @@ def _parse(line: bytes) -> Any:
         return _error_reply(request_id, MESSAGE_UNREADABLE, f"the server's reply is {why}")
 
 
+def _message(line: bytes | Oversized, limit: int) -> Any:
+    """What one stdout line means: a message for the session, None (a blank line), or a
+    ``str`` — the reason the server must be given up on."""
+    if isinstance(line, Oversized):
+        request_id = line.request_id()
+        over = f"over the limit of {limit:,} bytes"
+        if request_id is None:
+            return f"the server sent a {line.size:,}-byte message without a request id, {over}"
+        return _error_reply(
+            request_id, MESSAGE_TOO_LARGE, f"the response is {line.size:,} bytes, {over}"
+        )
+    if not line.strip():
+        return None
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        bad = line[exc.start : exc.start + 1].hex()
+        return f"the server wrote invalid UTF-8 on stdout (byte 0x{bad} at offset {exc.start})"
+    return _parse(line)
+
+
 @contextlib.asynccontextmanager
 async def stdio_transport(
     command: str,
@@ -175,29 +196,12 @@ async def stdio_transport(
             async with read_writer:
                 async for chunk in process.stdout:
                     for line in splitter.feed(chunk):
-                        message = _message(line)
+                        message = _message(line, max_message_bytes)
                         if isinstance(message, str):
                             on_fatal(message)
                             return
                         if message is not None:
                             await read_writer.send(message)
-
-    def _message(line: bytes | Oversized) -> Any:
-        if isinstance(line, Oversized):
-            request_id = line.request_id()
-            limit = f"over the limit of {max_message_bytes:,} bytes"
-            if request_id is None:
-                return f"the server sent a {line.size:,}-byte message without a request id, {limit}"
-            reason = f"the response is {line.size:,} bytes, {limit}"
-            return _error_reply(request_id, MESSAGE_TOO_LARGE, reason)
-        if not line.strip():
-            return None
-        try:
-            line.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            bad = line[exc.start : exc.start + 1].hex()
-            return f"the server wrote invalid UTF-8 on stdout (byte 0x{bad} at offset {exc.start})"
-        return _parse(line)
 
     async def write_stdin() -> None:
         assert process.stdin is not None
