@@ -33,6 +33,7 @@ MAX_DEPTH = MAX_JSON_DEPTH
 MAX_INTEGER_DIGITS = 100
 
 _SCHEMA_KEYS = ("input_schema", "inputSchema", "parameters")
+_SERVER_CANNOT_SET = ("aliases", "is_mcp", "mcp_name")
 _HINT_KEYS = ("search_hint", "searchHint")
 _ALWAYS_KEYS = ("always_load", "alwaysLoad")
 _KNOWN = {
@@ -222,7 +223,8 @@ def tools_from_mcp_result(
     """Tools of one MCP server's ``tools/list`` result, named ``mcp__<server>__<tool>``.
 
     ``_meta["anthropic/searchHint"]`` and ``_meta["anthropic/alwaysLoad"]`` are honoured;
-    ``always_load`` is the server-level setting that applies to all of its tools.
+    ``always_load`` is the server-level setting that applies to all of its tools. Aliases a
+    server sends are dropped: an alias could claim another server's tool name.
     """
     items = result.get("tools")
     if not isinstance(items, list):
@@ -234,7 +236,9 @@ def tools_from_mcp_result(
         where = _Where(path, None, item)
         if not isinstance(raw, Mapping) or not isinstance(raw.get("name"), str) or not raw["name"]:
             raise where.error("an MCP tool needs a non-empty string name", "name")
-        record = dict(raw)
+        # A server names only its own tools: aliases (a catalogue feature MCP does not have)
+        # and identity fields it sends could make its tool stand in for another server's.
+        record = {k: v for k, v in raw.items() if k not in _SERVER_CANNOT_SET}
         record["mcp_name"] = raw["name"]
         record["name"] = mcp_tool_name(server, raw["name"])
         record["server"] = server
