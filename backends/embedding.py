@@ -756,7 +756,10 @@ class EmbeddingBackend(BaseBackend):
         matrix = self._matrix
         if k <= 0 or query.is_empty or matrix is None or not self._names:
             return []
-        vector = self._query_vector(query.text)
+        text = query.text.encode("utf-8", "ignore").decode("utf-8")  # lone surrogates, as fts5
+        if not text.strip():
+            return []
+        vector = self._query_vector(text)
         if vector.shape[0] != matrix.shape[1]:
             raise BackendError("embedding: query and tool vectors have different sizes")
         scores = np.round(matrix @ vector, _SCORE_DECIMALS)

@@ -30,7 +30,8 @@ transaction, so a reader sees the index before or after a change, never half of 
 killed mid-update leaves the last committed index behind. File databases use WAL mode (readers
 do not block the writer or each other) and a busy timeout (a second writer waits instead of
 failing); several processes can search one file while one updates it. ``index`` makes the
-file hold exactly the tools it is given, so one database file serves one catalogue.
+file hold exactly the tools it is given, so one database file serves one catalogue: the file
+records the catalogue's name (option ``catalog``) and refuses to be opened for another.
 
 Speed: every search first reads, in the same read transaction, the row count and each query
 token's document frequency (from an ``fts5vocab`` table). Tokens absent from the index are
@@ -45,6 +46,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sqlite3
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -199,7 +201,14 @@ class FTS5Backend(BaseBackend):
     ``field_weights`` (column weights per field, merged over the defaults),
     ``busy_timeout`` (seconds a writer waits for another, default 5), ``synchronous``
     (``"normal"``, the default — safe against crashes in WAL mode — or ``"full"``, which also
-    survives power loss at the cost of an fsync per commit).
+    survives power loss at the cost of an fsync per commit), ``catalog`` (the name of the
+    catalogue the file holds, default ``"default"``: a file opened for another catalogue is
+    refused rather than overwritten), ``read_only`` (default: detected — a file or folder that
+    cannot be written, such as a read-only mount, is opened read-only and can be searched).
+
+    A database with tables but no toolsearch metadata is refused (it is never given toolsearch
+    tables or switched to WAL); an index written with a newer tokenizer version is an error,
+    not re-tokenised; a corrupt stored definition is a :class:`BackendError` naming the tool.
     """
 
     name: ClassVar[str] = "fts5"
@@ -215,8 +224,16 @@ class FTS5Backend(BaseBackend):
         field_weights: Mapping[str, float] | None = None,
         busy_timeout: float = 5.0,
         synchronous: str = "normal",
+        catalog: str = "default",
+        read_only: bool | None = None,
     ) -> None:
         super().__init__()
+        if not isinstance(catalog, str) or not catalog.strip():
+            raise ConfigError(f"fts5 option catalog must be a non-empty name, got {catalog!r}")
+        if read_only is not None and not isinstance(read_only, bool):
+            raise ConfigError(f"fts5 option read_only must be true or false, got {read_only!r}")
+        self.catalog = catalog
+        self.read_only = read_only
         if path is not None and not isinstance(path, str | Path):
             raise ConfigError(f"fts5 option path must be a file path, got {path!r}")
         if isinstance(path, str) and path in ("", ":memory:"):
@@ -247,35 +264,129 @@ class FTS5Backend(BaseBackend):
 
         where = str(self.path) if self.path is not None else ":memory:"
         try:
-            if self.path is not None:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(
-                where, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
-            )
+            conn = self._connect(where)
             db = Database(conn)
             db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+            self.db = db
+            self._refuse_foreign()
+            if self.read_only:
+                self._check_readable()
+                return db
             if self.path is not None:
                 db.enable_wal()
                 db.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
-            self.db = db
             with self._transaction():
                 for statement in _SCHEMA:
                     db.execute(statement)
-                row = db.execute(
-                    f"SELECT value FROM {META_TABLE} WHERE key = 'tokenizer_version'"
-                ).fetchone()
-                if row is None or row[0] != str(TOKENIZER_VERSION):
+                self._claim_catalog()
+                stored = self._meta("tokenizer_version")
+                if stored != str(TOKENIZER_VERSION):
+                    self._check_tokenizer(stored, allow_older=True)
                     self._retokenise()
         except (sqlite3.Error, OSError) as exc:
             raise BackendError(f"fts5: cannot open database {where}: {exc}") from exc
         return db
+
+    def _connect(self, where: str) -> sqlite3.Connection:
+        """A connection; a read-only file or folder (a read-only mount) is opened read-only
+        and immutable, so it can still be searched."""
+        if self.path is not None and self.read_only is None:
+            folder_writable = (
+                os.access(self.path.parent, os.W_OK) if self.path.parent.exists() else True
+            )
+            file_writable = not self.path.exists() or os.access(self.path, os.W_OK)
+            self.read_only = not (folder_writable and file_writable)
+        if self.read_only:
+            if self.path is None or not self.path.is_file():
+                raise BackendError(f"fts5: read-only database {where} does not exist")
+            uri = f"{self.path.resolve().as_uri()}?mode=ro&immutable=1"
+            return sqlite3.connect(
+                uri,
+                uri=True,
+                timeout=self.busy_timeout,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+        self.read_only = False
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        return sqlite3.connect(
+            where, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
+        )
+
+    def _tables(self) -> set[str]:
+        rows = self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+        return {name for (name,) in rows}
+
+    def _refuse_foreign(self) -> None:
+        """A database with tables but no toolsearch metadata belongs to something else: it is
+        not given toolsearch tables or switched to WAL."""
+        tables = self._tables()
+        if tables and META_TABLE not in tables:
+            shown = ", ".join(sorted(tables)[:5])
+            raise BackendError(
+                f"fts5: {self._where()} is not a toolsearch index (it has the tables {shown}); "
+                "use a new file for the index"
+            )
+
+    def _meta(self, key: str) -> str | None:
+        row = self.db.execute(f"SELECT value FROM {META_TABLE} WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def _check_tokenizer(self, stored: str | None, *, allow_older: bool) -> None:
+        """An index written by a newer toolsearch (or with a version this one cannot read) is
+        an error, never silently re-tokenised; an older one is upgraded when writable."""
+        if stored is None:
+            return
+        if not stored.isdigit():
+            raise BackendError(
+                f"fts5: {self._where()} has the unknown tokenizer_version {stored!r}"
+            )
+        if int(stored) > TOKENIZER_VERSION:
+            raise BackendError(
+                f"fts5: {self._where()} was written with tokenizer version {stored}, newer than "
+                f"this toolsearch's {TOKENIZER_VERSION}: upgrade toolsearch or use a new file"
+            )
+        if not allow_older and int(stored) < TOKENIZER_VERSION:
+            raise BackendError(
+                f"fts5: read-only {self._where()} was written with tokenizer version {stored}; "
+                f"this toolsearch needs {TOKENIZER_VERSION} (re-index it where it is writable)"
+            )
+
+    def _check_readable(self) -> None:
+        missing = {TABLE, FTS_TABLE, META_TABLE} - self._tables()
+        if missing:
+            raise BackendError(
+                f"fts5: read-only {self._where()} has no index yet "
+                f"(missing {', '.join(sorted(missing))})"
+            )
+        stored = self._meta("tokenizer_version")
+        self._check_tokenizer(stored, allow_older=False)
+        self._check_catalog(self._meta("catalog"))
+
+    def _claim_catalog(self) -> None:
+        """Record which catalogue this file holds; opening it for another one is refused, so
+        two catalogues cannot overwrite each other's rows."""
+        stored = self._meta("catalog")
+        self._check_catalog(stored)
+        if stored is None:
+            self.db.execute(
+                f"INSERT INTO {META_TABLE} (key, value) VALUES ('catalog', ?)", (self.catalog,)
+            )
+
+    def _check_catalog(self, stored: str | None) -> None:
+        if stored is not None and stored != self.catalog:
+            raise BackendError(
+                f"fts5: {self._where()} holds the catalogue {stored!r}, not {self.catalog!r}: "
+                "give each catalogue its own file (or open it with catalog=" + repr(stored) + ")"
+            )
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:
         """One write transaction, taken up front (``BEGIN IMMEDIATE``) so reading the stored
         hashes and writing the changes cannot interleave with another writer."""
         conn = self.db.conn
-        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("BEGIN" if self.read_only else "BEGIN IMMEDIATE")
         try:
             yield
         except BaseException:
@@ -286,10 +397,8 @@ class FTS5Backend(BaseBackend):
 
     def _retokenise(self) -> None:
         """Rewrite every row's text columns with this tokeniser (inside a transaction)."""
-        from toolsearch.catalog import tool_from_dict
-
-        rows = self.db.execute(f"SELECT definition FROM {TABLE}").fetchall()
-        tools = [tool_from_dict(json.loads(definition)) for (definition,) in rows]
+        rows = self.db.execute(f"SELECT tool_name, definition FROM {TABLE}").fetchall()
+        tools = [self._stored_tool(name, definition) for name, definition in rows]
         if tools:
             self._write(self._rows(tools), [])
         self.db.execute(
@@ -340,6 +449,11 @@ class FTS5Backend(BaseBackend):
 
     def _write(self, rows: Sequence[tuple[Any, ...]], removals: Sequence[str]) -> None:
         """Apply row upserts and removals (called inside a transaction)."""
+        if self.read_only and (rows or removals):
+            raise BackendError(
+                f"fts5: {self._where()} is read-only and does not hold this catalogue as it is "
+                f"({len(rows)} tools to write, {len(removals)} to remove)"
+            )
         conn = self.db.conn
         for chunk in _chunks(removals):
             marks = ", ".join("?" for _ in chunk)
@@ -393,11 +507,25 @@ class FTS5Backend(BaseBackend):
     @property
     def tools(self) -> Mapping[str, Tool]:
         """The stored tools by name, read back from the database (pool order)."""
-        from toolsearch.catalog import tool_from_dict
-
-        rows = self.db.execute(f"SELECT definition FROM {TABLE} ORDER BY mcp, tool_name").fetchall()
-        tools = [tool_from_dict(json.loads(definition)) for (definition,) in rows]
+        rows = self.db.execute(
+            f"SELECT tool_name, definition FROM {TABLE} ORDER BY mcp, tool_name"
+        ).fetchall()
+        tools = [self._stored_tool(name, definition) for name, definition in rows]
         return {tool.name: tool for tool in tools}
+
+    def _stored_tool(self, name: str, definition: str) -> Tool:
+        """A stored definition read back; a corrupt one is a :class:`BackendError` naming
+        the row."""
+        from toolsearch.catalog import decode_json, tool_from_dict
+        from toolsearch.errors import CatalogError
+
+        try:
+            return tool_from_dict(decode_json(definition))
+        except CatalogError as exc:
+            raise BackendError(
+                f"fts5: {self._where()}: the stored definition of {name!r} is corrupt ({exc}); "
+                "re-index into a new file"
+            ) from None
 
     def __len__(self) -> int:
         count: int = self.db.execute(f"SELECT count(*) FROM {TABLE}").fetchone()[0]

@@ -13,7 +13,9 @@ the description matches it as a whole word             +2         +2
 =====================================================  =========  =====
 
 Tools failing the ``+required`` filter are dropped; scores above zero are kept, best first,
-ties in pool order. The index precomputes name parts and lower-cased texts once, so a query is a
+ties in pool order. Like the other lexical backends, a query is cut to its first 1,024 terms
+(``MAX_QUERY_TOKENS``): a query is a request, and a megabyte of terms must not stall every other
+search. The index precomputes name parts and lower-cased texts once, so a query is a
 handful of dictionary look-ups rather than a regex per tool per term.
 """
 
@@ -26,6 +28,7 @@ from typing import ClassVar
 from toolsearch.backend import BaseBackend, Hit
 from toolsearch.matching import TermIndex
 from toolsearch.query import ParsedQuery
+from toolsearch.tokenize import MAX_QUERY_TOKENS
 from toolsearch.tool import Tool
 
 __all__ = ["KeywordBackend", "KeywordWeights"]
@@ -65,13 +68,13 @@ class KeywordBackend(BaseBackend):
             return []
         candidates: set[int] | None = None
         if query.required:
-            candidates = terms.required_filter(query.required)
+            candidates = terms.required_filter(query.required[:MAX_QUERY_TOKENS])
             if not candidates:
                 return []
         w = KeywordWeights
         mcp = self._mcp
         scores: dict[int, int] = {}
-        for term in query.scoring_terms:
+        for term in query.scoring_terms[:MAX_QUERY_TOKENS]:
             exact = terms.exact_part(term)
             for i in exact:
                 scores[i] = scores.get(i, 0) + (w.EXACT_PART_MCP if mcp[i] else w.EXACT_PART)

@@ -292,7 +292,9 @@ def test_new_tokeniser_version_retokenises(tmp_path: Path, catalogue: list[Tool]
         # Pretend the rows were written by an older tokeniser.
         with backend._transaction():
             backend.db.execute("UPDATE tools SET description = 'stale'")
-            backend.db.execute("UPDATE toolsearch_meta SET value = '0'")
+            backend.db.execute(
+                "UPDATE toolsearch_meta SET value = '0' WHERE key = 'tokenizer_version'"
+            )
         assert backend.search(parse_query("slack"), 5)  # names still match
         assert backend.search(parse_query("stale"), 50)
     with FTS5Backend(path=path) as reopened:

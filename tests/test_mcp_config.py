@@ -134,7 +134,7 @@ def test_errors_name_file_server_and_field(
         ({"s": {}}, "needs 'command' (a stdio server) or 'url'"),
         ({"s": {"command": "x", "url": "http://h/x"}}, "both 'command' and 'url'"),
         ({"s": "npx server"}, "settings must be a JSON object"),
-        ({"a.b": {"command": "x"}, "a_b": {"command": "y"}}, "like those of server 'a.b'"),
+        ({"a.b": {"command": "x"}, "a_b": {"command": "y"}}, "clashes with server 'a.b'"),
     ],
 )
 def test_entry_level_errors_name_the_server(servers: dict[str, Any], fragment: str) -> None:

@@ -281,13 +281,15 @@ async def test_serve_over_streamable_http(tmp_path: Path) -> None:
         assert line.startswith("toolsearch gateway on http://127.0.0.1:"), line
         url = line.split()[3]
         assert url.endswith("/mcp")
+        # Readiness, not a clock: the gateway logs each server's connection on stderr.
+        logged = [process.stderr.readline() for _ in range(2)]
+        assert logged == [
+            "toolsearch gateway: MCP server 'many' connected: 303 tools\n",
+            "toolsearch gateway: every MCP server has settled: 1 connected\n",
+        ]
         async with Client(url) as client:
-
-            async def connected() -> bool:
-                result = await client.call_tool(SEARCH_TOOL_NAME, {"query": "kubernetes pod"})
-                return bool(result.structured_content["tools"])
-
-            await until(connected)
+            found = await client.call_tool(SEARCH_TOOL_NAME, {"query": "kubernetes pod"})
+            assert found.structured_content["tools"]
             called = await client.call_tool(
                 CALL_TOOL_NAME, {"name": "mcp__many__kubernetes_list_pod", "arguments": {}}
             )

@@ -1,22 +1,39 @@
 """Loading tool catalogues: JSONL, JSON arrays, MCP ``tools/list`` results, dataset folders.
 
 Loading is all or nothing: the first invalid record raises :class:`CatalogError` naming the
-file, the line (or array item) and the field, and no partial catalogue is returned.
+file, the line (or array item) and the field, and no partial catalogue is returned. JSON is read
+strictly (docs/security.md, "Files and catalogues"): duplicate keys, ``NaN``/``Infinity``,
+out-of-range numbers and nesting deeper than :data:`MAX_DEPTH` are errors, never guesses.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from toolsearch.errors import CatalogError
-from toolsearch.tool import MCP_PREFIX, Tool, mcp_tool_name
+from toolsearch.tool import MAX_JSON_DEPTH, MCP_PREFIX, Tool, json_depth, mcp_tool_name
 
-__all__ = ["load_catalog", "parse_jsonl", "tool_from_dict", "tools_from_mcp_result"]
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_INTEGER_DIGITS",
+    "decode_json",
+    "load_catalog",
+    "parse_jsonl",
+    "tool_from_dict",
+    "tools_from_mcp_result",
+]
+
+#: Deepest nesting of objects and arrays a tool record may have (see ``tool.MAX_JSON_DEPTH``).
+MAX_DEPTH = MAX_JSON_DEPTH
+#: Longest integer literal accepted (digits); anything longer is a corrupt or hostile file.
+MAX_INTEGER_DIGITS = 100
 
 _SCHEMA_KEYS = ("input_schema", "inputSchema", "parameters")
+_SERVER_CANNOT_SET = ("aliases", "is_mcp", "mcp_name")
 _HINT_KEYS = ("search_hint", "searchHint")
 _ALWAYS_KEYS = ("always_load", "alwaysLoad")
 _KNOWN = {
@@ -45,6 +62,64 @@ class _Where:
         return CatalogError(message, path=self.path, line=self.line, field=field)
 
 
+class _StrictJsonError(ValueError):
+    """Valid JSON syntax, but not data a catalogue may hold."""
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _StrictJsonError(f"duplicate key {key!r} in one object")
+            seen.add(key)
+    return data
+
+
+def _reject_constant(name: str) -> Any:
+    raise _StrictJsonError(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _StrictJsonError(f"the number {text[:40]} does not fit a float")
+    return value
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INTEGER_DIGITS:
+        raise _StrictJsonError(
+            f"an integer of {len(text.lstrip('-')):,} digits (at most {MAX_INTEGER_DIGITS})"
+        )
+    return int(text)
+
+
+def decode_json(text: str, *, path: str | Path | None = None, line: int | None = None) -> Any:
+    """Strict JSON: duplicate keys, ``NaN``/``Infinity``, numbers no float holds, integers
+    longer than :data:`MAX_INTEGER_DIGITS` digits and nesting deeper than :data:`MAX_DEPTH`
+    are a :class:`CatalogError` naming ``path`` and the line, like a syntax error."""
+    try:
+        data = json.loads(
+            text,
+            object_pairs_hook=_no_duplicate_keys,
+            parse_constant=_reject_constant,
+            parse_float=_finite_float,
+            parse_int=_bounded_int,
+        )
+    except json.JSONDecodeError as exc:
+        at = line if line is not None else exc.lineno
+        raise CatalogError(f"invalid JSON: {exc.msg}", path=path, line=at) from exc
+    except _StrictJsonError as exc:
+        raise CatalogError(f"invalid JSON: {exc}", path=path, line=line) from None
+    except RecursionError:
+        raise CatalogError(
+            f"invalid JSON: nested deeper than {MAX_DEPTH} levels", path=path, line=line
+        ) from None
+    return data
+
+
 def _pick(data: Mapping[str, Any], keys: Iterable[str]) -> tuple[str | None, Any]:
     for key in keys:
         if key in data:
@@ -64,6 +139,8 @@ def tool_from_dict(
     where = _Where(path, line, item)
     if not isinstance(data, Mapping):
         raise where.error(f"a tool must be a JSON object, got {type(data).__name__}")
+    if json_depth(data, MAX_DEPTH) > MAX_DEPTH:
+        raise where.error(f"the record nests objects and arrays deeper than {MAX_DEPTH} levels")
     if data.get("type") == "function" and isinstance(data.get("function"), Mapping):
         data = {**data["function"], **{k: v for k, v in data.items() if k not in ("function",)}}
         data.pop("type", None)
@@ -117,7 +194,7 @@ def tool_from_dict(
     return Tool(
         name=name,
         description=description,
-        input_schema=json.loads(json.dumps(schema)),
+        input_schema=_json_copy(schema, where, schema_key),
         search_hint=hint,
         always_load=always,
         should_defer=should_defer,
@@ -126,6 +203,14 @@ def tool_from_dict(
         is_mcp=is_mcp,
         metadata=metadata,
     )
+
+
+def _json_copy(value: Any, where: _Where, field: str | None) -> Any:
+    """A plain-JSON deep copy; values JSON cannot hold (NaN, sets, objects) are refused."""
+    try:
+        return json.loads(json.dumps(value, allow_nan=False))
+    except (TypeError, ValueError) as exc:
+        raise where.error(f"must be plain JSON: {exc}", field) from None
 
 
 def tools_from_mcp_result(
@@ -138,7 +223,8 @@ def tools_from_mcp_result(
     """Tools of one MCP server's ``tools/list`` result, named ``mcp__<server>__<tool>``.
 
     ``_meta["anthropic/searchHint"]`` and ``_meta["anthropic/alwaysLoad"]`` are honoured;
-    ``always_load`` is the server-level setting that applies to all of its tools.
+    ``always_load`` is the server-level setting that applies to all of its tools. Aliases a
+    server sends are dropped: an alias could claim another server's tool name.
     """
     items = result.get("tools")
     if not isinstance(items, list):
@@ -150,7 +236,9 @@ def tools_from_mcp_result(
         where = _Where(path, None, item)
         if not isinstance(raw, Mapping) or not isinstance(raw.get("name"), str) or not raw["name"]:
             raise where.error("an MCP tool needs a non-empty string name", "name")
-        record = dict(raw)
+        # A server names only its own tools: aliases (a catalogue feature MCP does not have)
+        # and identity fields it sends could make its tool stand in for another server's.
+        record = {k: v for k, v in raw.items() if k not in _SERVER_CANNOT_SET}
         record["mcp_name"] = raw["name"]
         record["name"] = mcp_tool_name(server, raw["name"])
         record["server"] = server
@@ -179,10 +267,7 @@ def parse_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
             for number, text in enumerate(handle, start=1):
                 if not text.strip():
                     continue
-                try:
-                    yield number, json.loads(text)
-                except json.JSONDecodeError as exc:
-                    raise CatalogError(f"invalid JSON: {exc.msg}", path=path, line=number) from exc
+                yield number, decode_json(text, path=path, line=number)
         except UnicodeDecodeError as exc:
             raise CatalogError(f"not UTF-8 text: {exc}", path=path) from exc
 
@@ -247,10 +332,7 @@ def load_catalog(path: str | Path, *, server: str | None = None) -> list[Tool]:
         raise CatalogError(f"cannot read file: {exc.strerror or exc}", path=path) from exc
     except UnicodeDecodeError as exc:
         raise CatalogError(f"not UTF-8 text: {exc}", path=path) from exc
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CatalogError(f"invalid JSON: {exc.msg}", path=path, line=exc.lineno) from exc
+    data = decode_json(text, path=path)
     if isinstance(data, Mapping) and "tools" in data:
         if server is not None or not _named_in_full(data["tools"], str(path)):
             return tools_from_mcp_result(data, server or path.stem, path=str(path))

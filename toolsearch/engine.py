@@ -2,7 +2,8 @@
 
 Dispatch order (docs/reference-behaviour.md §2), identical for every backend:
 
-1. ``select:a,b`` — exact, case-sensitive names (aliases too), deferred tools first;
+1. ``select:a,b`` — exact, case-sensitive names, then aliases (deferred tools first); an alias
+   never claims the name of a real tool;
 2. exact name — the lower-cased query equals a tool's lower-cased name;
 3. ``mcp__`` prefix — deferred tools whose name starts with the query, pool order;
 4. ranked search by the backend over the deferred tools, with the ``+required`` filter.
@@ -16,9 +17,11 @@ from typing import Any, Literal
 
 from toolsearch.backend import IncrementalBackend, SearchBackend
 from toolsearch.errors import QueryError
-from toolsearch.matching import TermIndex
+from toolsearch.pool_index import PoolIndex
 from toolsearch.query import parse_query, parse_select
-from toolsearch.tool import MCP_PREFIX, TOOL_SEARCH_NAME, Tool, is_deferred, pool_order
+from toolsearch.required import RequiredIndex
+from toolsearch.tokenize import MAX_QUERY_TOKENS
+from toolsearch.tool import MCP_PREFIX, TOOL_SEARCH_NAME, Tool, is_deferred
 
 __all__ = [
     "DEFAULT_MAX_RESULTS",
@@ -170,44 +173,61 @@ class ToolSearch:
         self.backend: SearchBackend = backend
         self.max_results_cap = max_results_cap
         self.pending_servers: tuple[str, ...] = tuple(pending_servers)
-        self._pool: list[Tool] = []
-        self._deferred: list[Tool] = []
+        self._index = PoolIndex()
         self._indexed: dict[str, str] = {}
-        self._term_index: TermIndex | None = None
+        self._required = RequiredIndex()
         self.set_tools(tools)
 
     @property
     def pool(self) -> Sequence[Tool]:
         """Every tool, in pool order."""
-        return self._pool
+        return self._index.pool
 
     @property
     def deferred(self) -> Sequence[Tool]:
         """The deferred tools (what the backend indexes), in pool order."""
-        return self._deferred
+        return self._index.deferred
+
+    def get(self, name: str) -> Tool | None:
+        """The pool's tool called exactly ``name``, if any."""
+        return self._index.by_name.get(name)
 
     def set_tools(self, tools: Iterable[Tool]) -> None:
-        """Replace the pool. An incremental backend re-indexes only tools whose content
-        changed; any other backend rebuilds."""
-        self._pool = pool_order(tools)
-        self._deferred = [tool for tool in self._pool if is_deferred(tool)]
-        self._by_name = {tool.name: tool for tool in self._pool}
-        self._by_lower = _first_by(self._pool, lambda t: [t.name.lower()])
-        self._deferred_by_lower = _first_by(self._deferred, lambda t: [t.name.lower()])
-        self._by_name_or_alias = _first_by(self._pool, lambda t: [t.name, *t.aliases])
-        self._deferred_by_name_or_alias = _first_by(self._deferred, lambda t: [t.name, *t.aliases])
-        wanted = {tool.name: tool.content_hash() for tool in self._deferred}
-        if self._indexed and isinstance(self.backend, IncrementalBackend):
-            removed = [name for name in self._indexed if name not in wanted]
-            changed = [t for t in self._deferred if self._indexed.get(t.name) != wanted[t.name]]
-            if removed:
-                self.backend.remove(removed)
-            if changed:
-                self.backend.upsert(changed)
-        else:
-            self.backend.index(list(self._deferred))
-        self._indexed = wanted
-        self._term_index = None
+        """Replace the pool, at a cost in proportion to what changed (docs/security.md,
+        "Updates"): tools are compared by identity, content hashes are cached per tool, an
+        incremental backend re-indexes only tools whose content changed (any other backend
+        rebuilds), and the ``+required`` index is rebuilt only for the servers that changed."""
+        change = self._index.set_tools(tools)
+        deferred = self._index.deferred
+        incremental = isinstance(self.backend, IncrementalBackend)
+        if change.rebuilt or not incremental:
+            wanted = {tool.name: tool.content_hash() for tool in deferred}
+            if self._indexed and incremental:
+                removed = [name for name in self._indexed if name not in wanted]
+                changed = [t for t in deferred if self._indexed.get(t.name) != wanted[t.name]]
+                self._reindex(removed, changed)
+            elif change.rebuilt or change.removed or change.added:
+                self.backend.index(list(deferred))
+            self._indexed = wanted
+            self._required.rebuild(deferred)
+            return
+        gone = [tool for tool in change.removed if is_deferred(tool)]
+        new = [tool for tool in change.added if is_deferred(tool)]
+        staying = {tool.name for tool in new}
+        removed = [tool.name for tool in gone if tool.name not in staying]
+        changed = [tool for tool in new if self._indexed.get(tool.name) != tool.content_hash()]
+        for name in removed:
+            self._indexed.pop(name, None)
+        self._indexed.update((tool.name, tool.content_hash()) for tool in new)
+        self._reindex(removed, changed)
+        self._required.apply(gone, new)
+
+    def _reindex(self, removed: Sequence[str], changed: Sequence[Tool]) -> None:
+        assert isinstance(self.backend, IncrementalBackend)
+        if removed:
+            self.backend.remove(removed)
+        if changed:
+            self.backend.upsert(changed)
 
     def search(self, query: str, max_results: int = DEFAULT_MAX_RESULTS) -> SearchResult:
         """Run one ToolSearch call. Invalid arguments raise :class:`QueryError`."""
@@ -223,7 +243,7 @@ class ToolSearch:
         return SearchResult(
             query=query,
             matches=tuple(self._dispatch(query, max_results)),
-            total_deferred_tools=len(self._deferred),
+            total_deferred_tools=len(self._index.deferred),
             pending_mcp_servers=self.pending_servers,
             not_found=tuple(dict.fromkeys(n for n in selected if self._selectable(n) is None)),
         )
@@ -233,11 +253,11 @@ class ToolSearch:
         if selected is not None:
             return self._select(selected)
         lowered = query.lower().strip()
-        exact = self._deferred_by_lower.get(lowered) or self._by_lower.get(lowered)
+        exact = self._index.first_lower(lowered)
         if exact is not None:
             return [Match(exact.name, None, "exact")]
         if lowered.startswith(MCP_PREFIX) and len(lowered) > len(MCP_PREFIX):
-            prefixed = [t for t in self._deferred if t.name.lower().startswith(lowered)]
+            prefixed = [t for t in self._index.deferred if t.name.lower().startswith(lowered)]
             if prefixed:
                 return [Match(t.name, None, "prefix") for t in prefixed[:max_results]]
         return self._ranked(query, max_results)
@@ -251,22 +271,20 @@ class ToolSearch:
         return list(found.values())
 
     def _selectable(self, name: str) -> Tool | None:
-        """The tool ``select:`` resolves ``name`` to: exact name or alias, deferred first."""
-        return self._deferred_by_name_or_alias.get(name) or self._by_name_or_alias.get(name)
+        """The tool ``select:`` resolves ``name`` to. A real tool's name always wins: an alias
+        never stands in for another tool."""
+        return self._index.by_name.get(name) or self._index.first_alias(name)
 
     def _ranked(self, query: str, max_results: int) -> list[Match]:
         parsed = parse_query(query)
-        if parsed.is_empty or not self._deferred:
+        deferred = self._index.deferred
+        if parsed.is_empty or not deferred:
             return []
-        deferred = self._deferred
         allowed: set[str] | None = None
         if parsed.required:
-            if self._term_index is None:
-                self._term_index = TermIndex(deferred)
-            ids = self._term_index.required_filter(parsed.required)
-            if not ids:
+            allowed = self._required.matching(parsed.required[:MAX_QUERY_TOKENS])
+            if not allowed:
                 return []
-            allowed = {deferred[i].name for i in ids}
         indexed = self._indexed
         depth = max_results if allowed is None else min(len(deferred), max_results * 4)
         while True:
@@ -280,11 +298,3 @@ class ToolSearch:
                 break
             depth = min(len(deferred), depth * 4)
         return [Match(h.name, float(h.score), "ranked") for h in kept[:max_results]]
-
-
-def _first_by(tools: Sequence[Tool], keys: Any) -> dict[str, Tool]:
-    found: dict[str, Tool] = {}
-    for tool in tools:
-        for key in keys(tool):
-            found.setdefault(key, tool)
-    return found

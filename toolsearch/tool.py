@@ -14,20 +14,47 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "MAX_JSON_DEPTH",
     "MCP_PREFIX",
     "TOOL_SEARCH_NAME",
     "Tool",
     "is_deferred",
+    "json_depth",
     "mcp_tool_name",
     "normalize_name_part",
     "pool_order",
     "pool_sort_key",
+    "server_of_name",
 ]
 
 MCP_PREFIX = "mcp__"
 TOOL_SEARCH_NAME = "ToolSearch"
 
 _INVALID_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
+#: Deepest nesting of objects and arrays in a tool's input schema: JSON Schemas in the wild stay
+#: far below it, and deeper ones cannot be serialised or sent to a model safely.
+MAX_JSON_DEPTH = 100
+
+
+def json_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> int:
+    """How deeply objects and arrays nest in ``value``, counted iteratively (no recursion
+    limit); stops counting once past ``limit``."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, Mapping):
+            children: Iterable[Any] = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        level += 1
+        deepest = max(deepest, level)
+        if deepest > limit:
+            return deepest
+        stack.extend((child, level) for child in children)
+    return deepest
 
 
 def _empty_schema() -> Mapping[str, Any]:
@@ -44,7 +71,8 @@ def mcp_tool_name(server: str, tool: str) -> str:
     return f"{MCP_PREFIX}{normalize_name_part(server)}__{normalize_name_part(tool)}"
 
 
-def _server_from_name(name: str) -> str | None:
+def server_of_name(name: str) -> str | None:
+    """The server part of an ``mcp__<server>__<tool>`` name (up to the first ``__``), if any."""
     if not name.startswith(MCP_PREFIX):
         return None
     server = name[len(MCP_PREFIX) :].split("__", 1)[0]
@@ -69,6 +97,9 @@ class Tool:
     server: str | None = None
     is_mcp: bool | None = None  # derived in __post_init__ unless given
     metadata: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    _content_hash: str | None = field(
+        default=None, init=False, repr=False, hash=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -80,12 +111,16 @@ class Tool:
                 f"tool {self.name!r}: input_schema must be a JSON object, "
                 f"got {type(self.input_schema).__name__}"
             )
+        if json_depth(self.input_schema) > MAX_JSON_DEPTH:
+            raise ValueError(
+                f"tool {self.name!r}: input_schema nests deeper than {MAX_JSON_DEPTH} levels"
+            )
         hint = self.search_hint
         if hint is not None:
             hint = " ".join(hint.split()) or None
             object.__setattr__(self, "search_hint", hint)
         object.__setattr__(self, "aliases", tuple(self.aliases))
-        server = self.server if self.server is not None else _server_from_name(self.name)
+        server = self.server if self.server is not None else server_of_name(self.name)
         object.__setattr__(self, "server", server)
         if self.is_mcp is None:
             object.__setattr__(
@@ -98,7 +133,10 @@ class Tool:
         return bool(self.is_mcp)
 
     def content_hash(self) -> str:
-        """A stable hash of everything a search index reads; unchanged tools keep it."""
+        """A stable hash of everything a search index reads; unchanged tools keep it. Computed
+        once per tool object (the tool is immutable)."""
+        if self._content_hash is not None:
+            return self._content_hash
         payload = {
             "name": self.name,
             "description": self.description,
@@ -108,7 +146,9 @@ class Tool:
             "server": self.server,
         }
         blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=_json_default)
-        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+        digest = hashlib.sha256(blob.encode("utf-8")).hexdigest()
+        object.__setattr__(self, "_content_hash", digest)
+        return digest
 
     def definition(self) -> dict[str, Any]:
         """The tool as a plain provider-neutral definition (name, description, input_schema)."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from toolsearch.agent.subagents import AgentDefinition
 from toolsearch.engine import DEFAULT_MAX_RESULTS_CAP, tool_search_tool
-from toolsearch.permissions import DenyRule, is_denied, parse_rules
+from toolsearch.permissions import DenyRule, filter_denied, is_denied, parse_rules
 from toolsearch.tool import TOOL_SEARCH_NAME, Tool, is_deferred, pool_order
 
 __all__ = ["ResolvedTools", "resolve_tools"]
@@ -75,7 +75,7 @@ def resolve_tools(
     if include_tool_search and not any(t.name == TOOL_SEARCH_NAME for t in base):
         base.append(tool_search_tool(max_results_cap))
     ordered = pool_order(base)
-    kept = [tool for tool in ordered if not is_denied(tool, rules)]
+    kept = filter_denied(ordered, rules)
     denied = tuple(tool.name for tool in ordered if is_denied(tool, rules))
     if agent is None:
         return ResolvedTools(tuple(kept), denied=denied)

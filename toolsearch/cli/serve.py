@@ -35,10 +35,7 @@ def register(subparsers: Any) -> None:
         default="stdio",
         help="stdio (default; what MCP hosts launch) or streamable HTTP",
     )
-    parser.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1)")
-    parser.add_argument(
-        "--port", type=int, default=8000, help="HTTP port; 0 picks a free one (default 8000)"
-    )
+    _http_arguments(parser)
     parser.add_argument(
         "--startup-timeout",
         type=float,
@@ -53,7 +50,59 @@ def register(subparsers: Any) -> None:
         metavar="SECONDS",
         help="how long a tool call may take (default 120)",
     )
+    _limit_arguments(parser)
     parser.set_defaults(func=run)
+
+
+def _http_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where the HTTP transport listens and who may talk to it (docs/security.md)."""
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="HTTP address (default 127.0.0.1); any other than loopback needs a bearer token",
+    )
+    parser.add_argument(
+        "--port", type=int, default=8000, help="HTTP port; 0 picks a free one (default 8000)"
+    )
+    parser.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help="HTTP: file whose first line is the bearer token clients must send (default: "
+        "$TOOLSEARCH_GATEWAY_TOKEN); required unless --host is a loopback address",
+    )
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="HOST[:PORT]",
+        help="HTTP: another Host header value to accept (e.g. a DNS name); repeatable",
+    )
+    parser.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="HTTP: a browser Origin to accept (e.g. http://localhost:6274); repeatable",
+    )
+
+
+def _limit_arguments(parser: argparse.ArgumentParser) -> None:
+    """Limits that keep a hostile or broken server from costing unbounded time or memory."""
+    parser.add_argument(
+        "--max-tools",
+        type=int,
+        default=None,
+        metavar="N",
+        help="most tools one server may list; more fails that server (default 10000)",
+    )
+    parser.add_argument(
+        "--max-message-bytes",
+        type=int,
+        default=None,
+        metavar="BYTES",
+        help="largest message a stdio server may send; a larger tool result is an error "
+        "result (default 16 MiB)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -61,13 +110,26 @@ def run(args: argparse.Namespace) -> int:
 
     from toolsearch.mcp.config import load_mcp_config
     from toolsearch.mcp.gateway import serve
+    from toolsearch.mcp.http_security import load_token
     from toolsearch.permissions import parse_rules
 
     config = load_mcp_config(args.config)
     rules = parse_rules(args.deny)
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port must be between 0 and 65535, got {args.port}")
-    options: dict[str, Any] = {"deny": rules, "backend": args.backend}
+    options: dict[str, Any] = {"deny": rules, "backend": args.backend, "log": _log}
+    if args.transport == "http":
+        options["token"] = load_token(file=args.token_file)
+        options["allow_hosts"] = args.allow_host
+        options["allow_origins"] = args.allow_origin
+    elif args.token_file or args.allow_host or args.allow_origin:
+        raise ConfigError("--token-file, --allow-host and --allow-origin need --transport http")
+    for flag in ("max_tools", "max_message_bytes"):
+        limit = getattr(args, flag)
+        if limit is not None:
+            if limit < 1:
+                raise ConfigError(f"--{flag.replace('_', '-')} must be positive, got {limit}")
+            options[flag] = limit
     for flag in ("startup_timeout", "call_timeout"):
         value = getattr(args, flag)
         if value is not None:
@@ -93,3 +155,7 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return 130
     return 0
+
+
+def _log(line: str) -> None:
+    print(f"toolsearch gateway: {line}", file=sys.stderr, flush=True)

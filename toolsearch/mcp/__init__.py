@@ -3,10 +3,12 @@
 - :mod:`toolsearch.mcp.config` reads ``{"mcpServers": {...}}`` files (Claude Desktop, Claude
   Code, Cursor) into :class:`ServerConfig` values;
 - :mod:`toolsearch.mcp.client` is one connection to one server through the official ``mcp``
-  SDK (stdio or streamable HTTP);
+  SDK (stdio or streamable HTTP), over :mod:`toolsearch.mcp.stdio` for stdio servers (bounded
+  messages, strict UTF-8);
 - :mod:`toolsearch.mcp.hub` puts every configured server behind one searchable, callable pool
   (:class:`McpHub`, :class:`BlockingMcpHub` for synchronous code);
-- :mod:`toolsearch.mcp.gateway` serves that pool as an MCP server (``toolsearch serve``).
+- :mod:`toolsearch.mcp.gateway` serves that pool as an MCP server (``toolsearch serve``),
+  over HTTP behind :mod:`toolsearch.mcp.http_security` (Host/Origin allow-lists, bearer token).
 
 Names are imported on first use, so ``import toolsearch.mcp`` needs neither the SDK nor anyio.
 """

@@ -31,13 +31,14 @@ import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import IO, TYPE_CHECKING, Any, Literal, cast
+from typing import IO, TYPE_CHECKING, Any, Literal
 
 import anyio
 
 from toolsearch.catalog import tools_from_mcp_result
 from toolsearch.errors import CatalogError, ConfigError, ToolSearchError
 from toolsearch.mcp.config import ServerConfig
+from toolsearch.mcp.stdio import DEFAULT_MAX_MESSAGE_BYTES, MESSAGE_TOO_LARGE, stdio_transport
 from toolsearch.tool import Tool
 
 if TYPE_CHECKING:
@@ -45,6 +46,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_CALL_TIMEOUT",
+    "DEFAULT_MAX_MESSAGE_BYTES",
+    "DEFAULT_MAX_TOOLS",
     "DEFAULT_STARTUP_TIMEOUT",
     "McpProtocolError",
     "McpServerConnection",
@@ -61,6 +64,8 @@ ProtocolMode = Literal["auto", "legacy"]
 
 DEFAULT_STARTUP_TIMEOUT = 30.0
 DEFAULT_CALL_TIMEOUT = 120.0
+#: Most tools one server may list; a server listing more fails with a clear error.
+DEFAULT_MAX_TOOLS = 10_000
 #: A server that pages forever cannot hang a listing.
 MAX_LIST_PAGES = 1000
 _STDERR_TAIL_LINES = 5
@@ -258,8 +263,12 @@ class McpServerConnection:
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
         mode: ProtocolMode = "auto",
         on_change: Callable[[McpServerConnection], None] | None = None,
+        max_tools: int = DEFAULT_MAX_TOOLS,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     ) -> None:
         self.config = config
+        self.max_tools = max_tools
+        self.max_message_bytes = max_message_bytes
         self.startup_timeout = config.startup_timeout or startup_timeout
         self.call_timeout = config.call_timeout or call_timeout
         self.mode: ProtocolMode = mode
@@ -275,6 +284,8 @@ class McpServerConnection:
         self._dirty = anyio.Event()
         self._eof = anyio.Event()
         self._errlog: IO[bytes] | None = None
+        #: Why the transport gave up on the server (invalid UTF-8, an oversized message).
+        self._fatal_reason: str | None = None
 
     @property
     def name(self) -> str:
@@ -284,6 +295,10 @@ class McpServerConnection:
     def original_name(self, tool_name: str) -> str | None:
         """The server's own name for one of its ``mcp__<server>__<tool>`` tools."""
         return self._original_names.get(tool_name)
+
+    def _fatal(self, reason: str) -> None:
+        logger.warning("MCP server %r: %s", self.name, reason)
+        self._fatal_reason = reason
 
     def request_refresh(self) -> None:
         """Ask for a re-listing, as a list-changed notification would."""
@@ -295,6 +310,7 @@ class McpServerConnection:
         """Connect, list, follow changes; return once the server is gone (never raises for
         anything the server does; cancellation propagates)."""
         self._set("connecting", error=None, tools=())
+        self._fatal_reason = None
         startup = anyio.CancelScope(deadline=anyio.current_time() + self.startup_timeout)
         connected = False
         with contextlib.ExitStack() as files:
@@ -315,29 +331,25 @@ class McpServerConnection:
                             self._set("connected", tools=tools)
                             tasks.start_soon(self._relist_loop, client)
                             await self._eof.wait()
+                            # Calls from here on must not hear "connected" while the
+                            # process is being shut down.
                             self._client = None
                             tasks.cancel_scope.cancel()
                 if startup.cancelled_caught and not connected:
-                    self._set(
-                        "failed",
-                        error=self._with_stderr(
-                            f"did not finish starting within {self.startup_timeout:g} s"
-                        ),
-                    )
+                    late = f"did not finish starting within {self.startup_timeout:g} s"
+                    self._set("failed", error=self._with_stderr(self._fatal_reason or late))
                 elif connected:
-                    self._set(
-                        "disconnected",
-                        error=self._with_stderr("the server closed the connection"),
-                        tools=(),
-                    )
+                    gone = self._fatal_reason or "the server closed the connection"
+                    self._set("disconnected", error=self._with_stderr(gone), tools=())
                 else:
-                    self._set("failed", error=self._with_stderr(_CLOSED_DURING_START))
+                    closed = self._fatal_reason or _CLOSED_DURING_START
+                    self._set("failed", error=self._with_stderr(closed))
             except Exception as exc:
                 leaf = _leaf(exc)
                 reason = _describe(leaf)
                 if not connected and _is_connection_closed(leaf):
                     reason = _CLOSED_DURING_START
-                reason = self._with_stderr(reason)
+                reason = self._with_stderr(self._fatal_reason or reason)
                 if connected:
                     self._set("disconnected", error=reason, tools=())
                 else:
@@ -347,25 +359,23 @@ class McpServerConnection:
                 self._errlog = None
 
     async def _connect(self, stack: contextlib.AsyncExitStack) -> Client:
-        from mcp import Client, Implementation, StdioServerParameters
+        from mcp import Client, Implementation
 
         from toolsearch import __version__
 
         config = self.config
         inner: contextlib.AbstractAsyncContextManager[Any]
         if config.transport == "stdio":
-            from mcp.client.stdio import stdio_client
-
             assert config.command is not None and self._errlog is not None
-            params = StdioServerParameters(
-                command=config.command,
-                args=list(config.args),
+            inner = stdio_transport(
+                config.command,
+                list(config.args),
                 env=dict(config.env) or None,
                 cwd=config.cwd,
+                errlog=self._errlog,
+                on_fatal=self._fatal,
+                max_message_bytes=self.max_message_bytes,
             )
-            inner = stdio_client(
-                params, errlog=cast(Any, self._errlog)
-            )  # a real file: has fileno()
         else:
             import httpx2
             from mcp.client.streamable_http import streamable_http_client
@@ -462,6 +472,11 @@ class McpServerConnection:
                 tool.model_dump(by_alias=True, mode="json", exclude_none=True)
                 for tool in result.tools
             )
+            if len(raw) > self.max_tools:
+                raise McpProtocolError(
+                    f"the server lists more than {self.max_tools:,} tools, the limit per server "
+                    "(raise it with --max-tools or McpHub(max_tools=...))"
+                )
             cursor = result.next_cursor
             if cursor is None:
                 break
@@ -476,6 +491,10 @@ class McpServerConnection:
             )
         except CatalogError as exc:
             raise McpProtocolError(f"invalid tools/list result: {exc}") from exc
+        except RecursionError:
+            raise McpProtocolError(
+                "invalid tools/list result: a tool's input schema is nested too deeply"
+            ) from None
         self.listings += 1
         self._original_names = {
             tool.name: str(tool.metadata.get("mcp_name", tool.name)) for tool in tools
@@ -495,10 +514,7 @@ class McpServerConnection:
         server's own name for it). Every failure comes back as an error result."""
         client = self._client
         if client is None or self.status != "connected":
-            reason = f": {self.error}" if self.error else ""
-            return ToolCallResult.error(
-                f"MCP server {self.name!r} is {self.status}{reason}", server=self.name
-            )
+            return self._unavailable()
         remote = self._original_names.get(tool_name, tool_name)
         if not isinstance(arguments, Mapping) and arguments is not None:
             return ToolCallResult.error(
@@ -506,7 +522,6 @@ class McpServerConnection:
             )
         limit = timeout or self.call_timeout
         from mcp.shared.exceptions import MCPError
-        from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
         try:
             with anyio.fail_after(limit + 1.0):
@@ -514,16 +529,7 @@ class McpServerConnection:
                     remote, dict(arguments or {}), read_timeout_seconds=limit
                 )
         except MCPError as exc:
-            if exc.code == REQUEST_TIMEOUT:
-                message = f"MCP server {self.name!r} did not answer {remote!r} within {limit:g} s"
-            elif exc.code == CONNECTION_CLOSED:
-                message = f"MCP server {self.name!r} disconnected during the call to {remote!r}"
-            else:
-                message = (
-                    f"MCP server {self.name!r} returned an error for {remote!r}: "
-                    f"{exc.message} (MCP error {exc.code})"
-                )
-            return ToolCallResult.error(message, server=self.name, code=exc.code)
+            return self._call_error(exc.code, exc.message, remote, limit)
         except TimeoutError:
             return ToolCallResult.error(
                 f"MCP server {self.name!r} did not answer {remote!r} within {limit:g} s",
@@ -543,6 +549,36 @@ class McpServerConnection:
             structured_content=result.structured_content,
             metadata={"server": self.name},
         )
+
+    def _unavailable(self) -> ToolCallResult:
+        status, error = self.status, self.error
+        if status == "connected":  # gone, its state not recorded yet: never say connected
+            status = "disconnected"
+            error = self._fatal_reason or "the server closed the connection"
+        reason = f": {error}" if error else ""
+        return ToolCallResult.error(
+            f"MCP server {self.name!r} is {status}{reason}", server=self.name
+        )
+
+    def _call_error(self, code: int, text: str, remote: str, limit: float) -> ToolCallResult:
+        """The error result for a call the server (or the transport) answered with an error."""
+        from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
+        if code == MESSAGE_TOO_LARGE:
+            message = (
+                f"the result of {remote!r} from MCP server {self.name!r} is too large: {text} "
+                "(raise it with --max-message-bytes or McpHub(max_message_bytes=...))"
+            )
+        elif code == REQUEST_TIMEOUT:
+            message = f"MCP server {self.name!r} did not answer {remote!r} within {limit:g} s"
+        elif code == CONNECTION_CLOSED:
+            message = f"MCP server {self.name!r} disconnected during the call to {remote!r}"
+        else:
+            message = (
+                f"MCP server {self.name!r} returned an error for {remote!r}: {text} "
+                f"(MCP error {code})"
+            )
+        return ToolCallResult.error(message, server=self.name, code=code)
 
     # ------------------------------------------------------------------ state
 

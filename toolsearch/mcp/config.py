@@ -34,7 +34,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -47,6 +47,7 @@ __all__ = [
     "McpConfigError",
     "ServerConfig",
     "Transport",
+    "check_tool_prefixes",
     "expand_env",
     "load_mcp_config",
     "parse_mcp_config",
@@ -205,7 +206,6 @@ def parse_mcp_config(
         )
     servers: list[ServerConfig] = []
     disabled: list[str] = []
-    prefixes: dict[str, str] = {}
     for name, entry in entries.items():
         where = _Where(path, name)
         if not isinstance(name, str) or not name.strip():
@@ -217,16 +217,40 @@ def parse_mcp_config(
         if _flag(entry, "disabled", where):
             disabled.append(name)
             continue
-        server = _server(name, entry, where, environ)
-        clash = prefixes.get(server.tool_prefix)
-        if clash is not None:
-            raise where.error(
-                f"its tools would be named {server.tool_prefix}*, like those of server "
-                f"{clash!r}; rename one of them"
-            )
-        prefixes[server.tool_prefix] = name
-        servers.append(server)
+        servers.append(_server(name, entry, where, environ))
+    check_tool_prefixes(servers, path=path)
     return McpConfig(tuple(servers), tuple(disabled), path)
+
+
+def check_tool_prefixes(servers: Iterable[ServerConfig], *, path: str | None = None) -> None:
+    """Refuse servers whose tools could take each other's names.
+
+    Tool names are ``mcp__<server>__<tool>`` after normalisation, and lookup ignores case, so
+    server ``a`` offering ``b__x`` and server ``a__b`` offering ``x`` would both be
+    ``mcp__a__b__x``; so would ``My Files`` and ``my.files``. Two servers clash when one's
+    prefix, lower-cased, starts the other's; refusing that means no tool can ever shadow
+    another server's. A name with surrounding whitespace is refused too.
+    """
+    seen: list[tuple[str, ServerConfig]] = []
+    for server in servers:
+        if server.name != server.name.strip():
+            raise McpConfigError(
+                "a server name must not start or end with whitespace (a deny rule could not "
+                "name it)",
+                path=path,
+                server=server.name,
+            )
+        prefix = server.tool_prefix.lower()
+        for other_prefix, other in seen:
+            if prefix.startswith(other_prefix) or other_prefix.startswith(prefix):
+                raise McpConfigError(
+                    f"its tools would be named {server.tool_prefix}*, which clashes with "
+                    f"server {other.name!r} (tools named {other.tool_prefix}*): one server's "
+                    "tools could take the other's names; rename one of them",
+                    path=path,
+                    server=server.name,
+                )
+        seen.append((prefix, server))
 
 
 class _Where:

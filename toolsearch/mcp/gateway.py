@@ -14,7 +14,9 @@ Servers still connecting are named in no-match results, failed servers with thei
 tools removed because their server disconnected are announced in the next search. Permission
 rules apply before search: a denied tool is neither found nor run.
 
-The gateway serves stdio (the default, what hosts launch) or streamable HTTP.
+The gateway serves stdio (the default, what hosts launch) or streamable HTTP, where every
+request passes Host/Origin allow-lists and, off loopback, a bearer token (docs/security.md,
+"HTTP gateway").
 """
 
 from __future__ import annotations
@@ -24,14 +26,14 @@ import json
 import signal
 import socket
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from toolsearch.engine import DEFAULT_MAX_RESULTS, tool_search_tool
 from toolsearch.errors import ConfigError, QueryError
 from toolsearch.mcp.client import ToolCallResult, require_sdk
 from toolsearch.mcp.config import McpConfig
-from toolsearch.mcp.hub import HubSearchResult, McpHub
+from toolsearch.mcp.hub import HubSearchResult, McpHub, ToolChange
 
 if TYPE_CHECKING:
     import mcp_types
@@ -73,6 +75,7 @@ class Gateway:
         self.hub = hub
         self.name = name
         self._seen_changes = 0
+        hub.defer_all_tools()  # a gateway client has no other way to learn of alwaysLoad tools
 
     def tool_definitions(self) -> list[dict[str, Any]]:
         """The gateway's two tools as MCP ``tools/list`` entries."""
@@ -224,21 +227,43 @@ class Gateway:
         *,
         path: str = "/mcp",
         on_ready: Callable[[str], None] | None = None,
+        token: str | None = None,
+        allow_hosts: Iterable[str] = (),
+        allow_origins: Iterable[str] = (),
     ) -> None:
         """Serve streamable HTTP on ``host:port`` (``port=0`` picks a free one) until SIGINT
-        or SIGTERM; ``on_ready`` gets the endpoint URL once the socket listens."""
-        import uvicorn
+        or SIGTERM; ``on_ready`` gets the endpoint URL once the socket listens.
 
+        Every request passes :class:`~toolsearch.mcp.http_security.HttpSecurity` first:
+        ``Host`` and ``Origin`` allow-lists and, when ``token`` is set, a bearer token — which
+        a non-loopback ``host`` requires (``ConfigError`` otherwise, before listening)."""
+        import uvicorn
+        from mcp.server.transport_security import TransportSecuritySettings
+
+        from toolsearch.mcp.http_security import HttpSecurity, SecurityMiddleware
+
+        # Checked before binding so a refused address never listens; re-made for port 0.
+        HttpSecurity.for_address(host, port or 1, token=token)
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM)
         try:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind((host, port))
+            sock.listen(2048)  # connections queue from here on, so on_ready is not early
         except OSError as exc:
             sock.close()
             raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
         bound = sock.getsockname()[1]
-        app = self.server().streamable_http_app(streamable_http_path=path, host=host)
+        security = HttpSecurity.for_address(
+            host, bound, allow_hosts=allow_hosts, allow_origins=allow_origins, token=token
+        )
+        own_checks_off = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+        app = SecurityMiddleware(
+            self.server().streamable_http_app(
+                streamable_http_path=path, host=host, transport_security=own_checks_off
+            ),
+            security,
+        )
         config = uvicorn.Config(app, log_config=None, log_level="warning", lifespan="on")
         shown = f"[{host}]" if family == socket.AF_INET6 else host
         if on_ready is not None:
@@ -297,14 +322,34 @@ async def serve(
     host: str = "127.0.0.1",
     port: int = 8000,
     on_ready: Callable[[str], None] | None = None,
+    log: Callable[[str], None] | None = None,
+    token: str | None = None,
+    allow_hosts: Iterable[str] = (),
+    allow_origins: Iterable[str] = (),
     **hub_options: Any,
 ) -> None:
     """Run the gateway for ``config`` until its client goes away (stdio) or it is stopped
-    (HTTP). ``hub_options`` go to :class:`McpHub` (``deny``, ``backend``, timeouts...)."""
-    if transport not in ("stdio", "http"):
-        raise ConfigError(f"unknown gateway transport {transport!r}; expected 'stdio' or 'http'")
+    (HTTP). ``hub_options`` go to :class:`McpHub` (``deny``, ``backend``, timeouts...).
+
+    ``log`` gets one line per event worth an operator's eye: a deny rule that matches nothing,
+    a server connected (with its tool count), failed or disconnected (with its error), and
+    once every server has settled. ``token``, ``allow_hosts`` and ``allow_origins`` guard
+    the HTTP transport (see :meth:`Gateway.run_http`). A config without enabled servers is a
+    :class:`ConfigError`: such a gateway would serve nothing."""
+    _check_servable(config, transport, host, port, token)
     require_sdk()
-    hub = McpHub(config, **hub_options)
+    log = log or (lambda line: None)
+    user_change = hub_options.pop("on_change", None)
+    watcher = _ServerLog(log)
+
+    def on_change(change: ToolChange) -> None:
+        watcher.change(hub, change)
+        if user_change is not None:
+            user_change(change)
+
+    hub = McpHub(config, on_change=on_change, **hub_options)
+    for rule in hub.unmatched_rules:
+        log(f"warning: deny rule {rule.text!r} matches no configured server or tool")
     async with hub:
         gateway = Gateway(hub)
         if transport == "stdio":
@@ -312,4 +357,52 @@ async def serve(
                 on_ready("stdio")
             await gateway.run_stdio()
         else:
-            await gateway.run_http(host, port, on_ready=on_ready)
+            await gateway.run_http(
+                host,
+                port,
+                on_ready=on_ready,
+                token=token,
+                allow_hosts=allow_hosts,
+                allow_origins=allow_origins,
+            )
+
+
+def _check_servable(
+    config: McpConfig, transport: str, host: str, port: int, token: str | None
+) -> None:
+    """Refuse, before connecting anything, a gateway that would serve nothing or listen
+    unprotected."""
+    if transport not in ("stdio", "http"):
+        raise ConfigError(f"unknown gateway transport {transport!r}; expected 'stdio' or 'http'")
+    if not config.servers:
+        where = config.path or "the MCP config"
+        why = f"every server is disabled ({', '.join(config.disabled)})" if config.disabled else ""
+        raise ConfigError(
+            f"{where} has no enabled MCP servers{': ' + why if why else ''}; the gateway would "
+            "serve nothing. Add servers under 'mcpServers'"
+        )
+    if transport == "http":
+        from toolsearch.mcp.http_security import HttpSecurity
+
+        HttpSecurity.for_address(host, port or 1, token=token)
+
+
+class _ServerLog:
+    """Turns hub changes into log lines: connected / failed / disconnected, then "ready"."""
+
+    def __init__(self, log: Callable[[str], None]) -> None:
+        self.log = log
+        self.settled = False
+
+    def change(self, hub: McpHub, change: ToolChange) -> None:
+        server = change.server
+        if change.reason == "connected":
+            count = len(hub.servers[server].tools)
+            self.log(f"MCP server {server!r} connected: {count} tools")
+        elif change.reason in ("failed", "disconnected"):
+            self.log(f"MCP server {server!r} {change.reason}: {change.detail}")
+        if not self.settled and not hub.pending_servers:
+            self.settled = True
+            states = [state.status for state in hub.servers.values()]
+            counts = ", ".join(f"{states.count(s)} {s}" for s in dict.fromkeys(states))
+            self.log(f"every MCP server has settled: {counts}")

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import Any
 
@@ -37,6 +37,8 @@ from toolsearch.engine import DEFAULT_MAX_RESULTS, DEFAULT_MAX_RESULTS_CAP, Sear
 from toolsearch.errors import ConfigError
 from toolsearch.mcp.client import (
     DEFAULT_CALL_TIMEOUT,
+    DEFAULT_MAX_MESSAGE_BYTES,
+    DEFAULT_MAX_TOOLS,
     DEFAULT_STARTUP_TIMEOUT,
     McpServerConnection,
     ProtocolMode,
@@ -44,8 +46,8 @@ from toolsearch.mcp.client import (
     ToolCallResult,
     require_sdk,
 )
-from toolsearch.mcp.config import McpConfig, ServerConfig
-from toolsearch.permissions import DenyRule, is_denied, parse_rules
+from toolsearch.mcp.config import McpConfig, ServerConfig, check_tool_prefixes
+from toolsearch.permissions import DenyRule, filter_denied, parse_rules, unmatched_rules
 from toolsearch.tool import MCP_PREFIX, Tool, normalize_name_part
 
 __all__ = [
@@ -150,6 +152,26 @@ class HubSearchResult:
         return record
 
 
+def _check_options(
+    configs: list[ServerConfig],
+    startup_timeout: float,
+    call_timeout: float,
+    max_tools: int,
+    max_message_bytes: int,
+) -> None:
+    names = [c.name for c in configs]
+    if len(set(names)) != len(names):
+        duplicate = next(n for n in names if names.count(n) > 1)
+        raise ConfigError(f"MCP server {duplicate!r} is configured twice")
+    for value, label in ((startup_timeout, "startup_timeout"), (call_timeout, "call_timeout")):
+        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+            raise ConfigError(f"{label} must be a positive number of seconds, got {value!r}")
+    for limit, label in ((max_tools, "max_tools"), (max_message_bytes, "max_message_bytes")):
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ConfigError(f"{label} must be a positive integer, got {limit!r}")
+    check_tool_prefixes(configs)
+
+
 def _server_of(name: str, prefixes: Mapping[str, str]) -> str | None:
     if not name.startswith(MCP_PREFIX):
         return None
@@ -167,7 +189,10 @@ class McpHub:
     non-MCP tools to put in the same pool (a built-in wins a name clash). ``deny`` holds
     permission rules; ``backend`` and ``backend_options`` choose the ranking backend as for
     :class:`ToolSearch`. ``on_change`` is called on the event loop with every
-    :class:`ToolChange`.
+    :class:`ToolChange`. ``max_tools`` caps how many tools one server may list and
+    ``max_message_bytes`` how large one message from a stdio server may be (a larger tool
+    result is an error result; docs/security.md, "Hostile servers"). Servers whose tools could
+    take each other's names are refused (:func:`~toolsearch.mcp.config.check_tool_prefixes`).
     """
 
     def __init__(
@@ -183,20 +208,23 @@ class McpHub:
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
         mode: ProtocolMode = "auto",
         on_change: Callable[[ToolChange], None] | None = None,
+        max_tools: int = DEFAULT_MAX_TOOLS,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     ) -> None:
         configs = list(servers.servers if isinstance(servers, McpConfig) else servers)
         if configs:
             require_sdk()
         names = [c.name for c in configs]
-        if len(set(names)) != len(names):
-            duplicate = next(n for n in names if names.count(n) > 1)
-            raise ConfigError(f"MCP server {duplicate!r} is configured twice")
-        for value, label in ((startup_timeout, "startup_timeout"), (call_timeout, "call_timeout")):
-            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-                raise ConfigError(f"{label} must be a positive number of seconds, got {value!r}")
+        _check_options(configs, startup_timeout, call_timeout, max_tools, max_message_bytes)
         self.rules: list[DenyRule] = parse_rules(deny)
-        self.on_change = on_change
         self._local = list(tools)
+        #: Rules that match no local tool and no tool a configured server could offer.
+        self.unmatched_rules: list[DenyRule] = unmatched_rules(
+            self.rules, tools=self._local, servers=names
+        )
+        self.on_change = on_change
+        self._defer_all = False
+        self._visible: dict[int, tuple[Tool, Tool | None]] = {}
         self._connections: dict[str, McpServerConnection] = {}
         self._prefixes: dict[str, str] = {}
         for config in configs:
@@ -206,6 +234,8 @@ class McpHub:
                 call_timeout=call_timeout,
                 mode=mode,
                 on_change=self._connection_changed,
+                max_tools=max_tools,
+                max_message_bytes=max_message_bytes,
             )
             self._prefixes[f"{MCP_PREFIX}{normalize_name_part(config.name)}__"] = config.name
         self._server_tools: dict[str, dict[str, str]] = {name: {} for name in names}
@@ -310,20 +340,48 @@ class McpHub:
 
     def tool(self, name: str) -> Tool | None:
         """A permitted tool by exact name."""
-        return next((t for t in self.engine.pool if t.name == name), None)
+        return self.engine.get(name)
 
     def is_denied(self, name: str) -> bool:
-        """Whether a permission rule denies the tool called ``name``."""
-        return is_denied(Tool(name), self.rules)
+        """Whether a permission rule denies the tool called ``name`` (any string)."""
+        return any(rule.matches_name(name) for rule in self.rules)
 
     def _pending(self) -> tuple[str, ...]:
         return tuple(n for n, c in self._connections.items() if c.status == "connecting")
 
+    def defer_all_tools(self) -> None:
+        """Make every MCP tool searchable, ``alwaysLoad`` ones included: for a gateway, which
+        sends no tool definitions up front, "always loaded" must still mean "findable"."""
+        if not self._defer_all:
+            self._defer_all = True
+            self._visible = {}
+            self.engine.set_tools(self._visible_pool())
+
     def _visible_pool(self) -> list[Tool]:
-        pool = list(self._local)
-        for connection in self._connections.values():
-            pool.extend(connection.tools)
-        return [tool for tool in pool if not is_denied(tool, self.rules)]
+        """The permitted pool. Each tool's visible form (denied: None; else itself, or a copy
+        without denied aliases or, for a gateway, without ``alwaysLoad``) is kept while the
+        tool is the same object, so a change costs rule checks for the changed tools only and
+        the engine sees the other tools unchanged."""
+        cache: dict[int, tuple[Tool, Tool | None]] = {}
+        pool: list[Tool] = []
+        sources: list[tuple[Sequence[Tool], bool]] = [(self._local, False)]
+        sources += [(c.tools, self._defer_all) for c in self._connections.values()]
+        for tools, defer in sources:
+            for tool in tools:
+                kept = self._visible.get(id(tool))
+                if kept is None or kept[0] is not tool:
+                    kept = (tool, self._visible_form(tool, defer))
+                cache[id(tool)] = kept
+                if kept[1] is not None:
+                    pool.append(kept[1])
+        self._visible = cache
+        return pool
+
+    def _visible_form(self, tool: Tool, defer: bool) -> Tool | None:
+        if defer and tool.always_load:
+            tool = replace(tool, always_load=False)
+        permitted = filter_denied([tool], self.rules)
+        return permitted[0] if permitted else None
 
     def _connection_changed(self, connection: McpServerConnection) -> None:
         before = self._server_tools[connection.name]
@@ -381,10 +439,10 @@ class McpHub:
         """Run one ToolSearch query over the permitted pool (raises :class:`QueryError` on
         invalid arguments, like :meth:`ToolSearch.search`)."""
         result = self.engine.search(query, max_results)
-        by_name = {tool.name: tool for tool in self.engine.pool}
+        found = (self.engine.get(name) for name in result.names)
         return HubSearchResult(
             result=result,
-            tools=tuple(by_name[name] for name in result.names),
+            tools=tuple(tool for tool in found if tool is not None),
             failed_servers=self.failed_servers,
         )
 
