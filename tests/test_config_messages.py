@@ -78,7 +78,9 @@ def test_missing_bench_extra_is_not_called_a_backend(monkeypatch: pytest.MonkeyP
     monkeypatch.setitem(sys.modules, "ranx", None)
     with pytest.raises(MissingExtraError) as info:
         import_ranx()
-    assert str(info.value) == ("bench needs ranx; install it with: pip install 'toolsearch[bench]'")
+    assert str(info.value) == (
+        "the benchmark harness needs ranx; install it with: pip install 'toolsearch[bench]'"
+    )
 
 
 def test_mcp_config_errors_use_the_located_error_base() -> None:
