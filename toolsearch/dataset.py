@@ -351,6 +351,14 @@ def check_typed_n_tools(dataset: Dataset, path: Path | None = None) -> None:
             )
 
 
+def _optional_file(folder: Path, name: str) -> Path:
+    """``folder / name``, which may be missing but, when present, must be a file."""
+    path = folder / name
+    if path.exists() and not path.is_file():
+        raise CatalogError(f"{name} must be a file, found a folder or other entry", path=path)
+    return path
+
+
 def load_dataset(path: str | Path, *, name: str | None = None) -> Dataset:
     """Load and cross-check a dataset folder. A catalogue-only folder (no queries) loads with
     no queries; qrels without queries is an error."""
@@ -358,7 +366,8 @@ def load_dataset(path: str | Path, *, name: str | None = None) -> Dataset:
     if not folder.is_dir():
         raise CatalogError("not a dataset folder (expected a directory)", path=folder)
     tools = load_catalog(folder)
-    queries_path, qrels_path = folder / "queries.jsonl", folder / "qrels.tsv"
+    queries_path = _optional_file(folder, "queries.jsonl")
+    qrels_path = _optional_file(folder, "qrels.tsv")
     queries = _load_queries(queries_path) if queries_path.is_file() else []
     if qrels_path.is_file():
         if not queries_path.is_file():

@@ -36,6 +36,7 @@ __all__ = [
     "PairTest",
     "Significance",
     "adjust_p_values",
+    "check_max_p",
     "compare_backends",
     "default_significance_metrics",
     "significance_metrics",
@@ -216,6 +217,13 @@ def compare_backends(
     )
 
 
+def check_max_p(max_p: object) -> float:
+    """The significance threshold, checked: a number strictly between 0 and 1."""
+    if isinstance(max_p, bool) or not isinstance(max_p, int | float) or not 0 < max_p < 1:
+        raise BenchError(f"--max-p: the p-value threshold must be between 0 and 1, got {max_p}")
+    return float(max_p)
+
+
 def _check_request(
     qrels: Mapping[str, Mapping[str, int]],
     ranked: Mapping[str, Mapping[str, Sequence[str]]],
@@ -229,8 +237,7 @@ def _check_request(
         raise BenchError(f"unknown correction {correction!r}; choose from {', '.join(CORRECTIONS)}")
     if test not in STAT_TESTS:
         raise BenchError(f"unknown significance test {test!r}; choose from {', '.join(STAT_TESTS)}")
-    if not 0 < max_p < 1:
-        raise BenchError(f"the p-value threshold must be between 0 and 1, got {max_p}")
+    check_max_p(max_p)
     testable = significance_metrics(metrics)
     untestable = [m.name for m in metrics if m not in testable]
     if untestable or not testable:
