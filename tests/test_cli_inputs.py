@@ -142,3 +142,24 @@ def test_bench_settings_used_after_the_run_are_checked_before_it(
     argv = ["bench", "--dataset", STARTER, "--backend", "keyword", "--quiet", *flags]
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["request", "demo"])
+@pytest.mark.parametrize("window", ["0", "-3", "big"])
+def test_context_window_must_be_a_positive_whole_number(
+    capsys: pytest.CaptureFixture[str], command: str, window: str
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main([command, "--catalog", STARTER, "--mode", "auto", "--context-window", window])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"--context-window: expected a whole number of at least 1, got '{window}'" in err
+
+
+def test_serve_refuses_a_timeout_that_is_not_a_number(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    config = tmp_path / "mcp.json"
+    config.write_text('{"mcpServers": {}}')
+    assert main(["serve", "--config", str(config), "--call-timeout", "nan"]) == 2
+    assert "--call-timeout must be positive, got nan" in capsys.readouterr().err
