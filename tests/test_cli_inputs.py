@@ -112,6 +112,8 @@ def test_readme_library_example_runs_from_any_directory(
     [
         (["--max-p", "2"], "--max-p: the p-value threshold must be between 0 and 1, got 2.0"),
         (["--max-p", "nan"], "--max-p: the p-value threshold must be between 0 and 1, got nan"),
+        (["--sig-metrics", "false_positive_rate"], "cannot test false_positive_rate for"),
+        (["--sig-metrics", "complete@5,recall@5"], "cannot test complete@5 for significance"),
         (["--scale-sizes", "abc"], "--scale-sizes: 'abc' is not an integer"),
         (["--scale-queries", "0"], "--scale-queries must be a positive integer, got 0"),
         (["--scale-budget", "nan"], "--scale-budget must be a positive number of seconds"),

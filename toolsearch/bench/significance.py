@@ -37,6 +37,7 @@ __all__ = [
     "Significance",
     "adjust_p_values",
     "check_max_p",
+    "check_testable",
     "compare_backends",
     "default_significance_metrics",
     "significance_metrics",
@@ -224,6 +225,20 @@ def check_max_p(max_p: object) -> float:
     return float(max_p)
 
 
+def check_testable(metrics: Sequence[Metric]) -> list[Metric]:
+    """``metrics`` when every one can be tested for significance, else an error naming those
+    that cannot."""
+    testable = significance_metrics(metrics)
+    untestable = [m.name for m in metrics if m not in testable]
+    if untestable or not testable:
+        raise BenchError(
+            f"cannot test {', '.join(untestable) or 'an empty metric list'} for significance: "
+            "the paired tests cover ranx's recall@k, hit@k, mrr@k and ndcg@k "
+            "(complete@k and false_positive_rate have no ranx implementation)"
+        )
+    return testable
+
+
 def _check_request(
     qrels: Mapping[str, Mapping[str, int]],
     ranked: Mapping[str, Mapping[str, Sequence[str]]],
@@ -238,14 +253,7 @@ def _check_request(
     if test not in STAT_TESTS:
         raise BenchError(f"unknown significance test {test!r}; choose from {', '.join(STAT_TESTS)}")
     check_max_p(max_p)
-    testable = significance_metrics(metrics)
-    untestable = [m.name for m in metrics if m not in testable]
-    if untestable or not testable:
-        raise BenchError(
-            f"cannot test {', '.join(untestable) or 'an empty metric list'} for significance: "
-            "the paired tests cover ranx's recall@k, hit@k, mrr@k and ndcg@k "
-            "(complete@k and false_positive_rate have no ranx implementation)"
-        )
+    testable = check_testable(metrics)
     if len(ranked) < 2:
         raise BenchError("significance tests need at least two backends")
     if len(qrels) < 2:

@@ -289,10 +289,13 @@ def _check_settings(args: argparse.Namespace) -> None:
     """Every number the run uses only at its end (significance, latency curve, gate), checked
     before the run, so a typo does not cost the whole run."""
     from toolsearch.bench.gate import check_gate_settings
+    from toolsearch.bench.metrics import parse_metrics
     from toolsearch.bench.scaling import check_scaling_settings, parse_sizes
-    from toolsearch.bench.significance import check_max_p
+    from toolsearch.bench.significance import check_max_p, check_testable
 
     check_max_p(args.max_p)
+    if args.sig_metrics:
+        check_testable(parse_metrics(args.sig_metrics))
     parse_sizes(args.scale_sizes)
     check_scaling_settings(args.scale_queries, args.scale_budget)
     check_gate_settings(
