@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from pytest_benchmark.fixture import BenchmarkFixture
 
 # the naive transcription of the rules is test code: it lives in tests/, outside the package
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
@@ -75,13 +76,13 @@ def test_results_equal_naive(tools: list[Tool], backend: KeywordBackend) -> None
         assert backend.search(parse_query(query), 5) == naive_keyword_search(tools, query, 5)
 
 
-def test_keyword_indexed(benchmark, backend: KeywordBackend) -> None:  # type: ignore[no-untyped-def]
+def test_keyword_indexed(benchmark: BenchmarkFixture, backend: KeywordBackend) -> None:
     parsed = [parse_query(q) for q in QUERIES]
     benchmark(lambda: [backend.search(q, 5) for q in parsed])
 
 
-def test_keyword_naive(benchmark, tools: list[Tool]) -> None:  # type: ignore[no-untyped-def]
-    benchmark.pedantic(
+def test_keyword_naive(benchmark: BenchmarkFixture, tools: list[Tool]) -> None:
+    benchmark.pedantic(  # type: ignore[no-untyped-call]
         lambda: [naive_keyword_search(tools, q, 5) for q in QUERIES], rounds=3, iterations=1
     )
 
