@@ -175,7 +175,10 @@ def render(name: str) -> str:
     again = f"`python benchmarks/regenerate.py --only {result.name}`"
     if not result.file.is_file():
         return f"*Not generated yet: run {again} (it runs `{result.command}`).*"
-    data = json.loads(result.file.read_text(encoding="utf-8"))
+    try:
+        data = json.loads(result.file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise TableError(f"table {name!r}: cannot read {source}: {exc}") from exc
     return f"{draw(data)}\n\nFrom {source}, written by `{result.command}`; regenerate: {again}."
 
 
@@ -248,18 +251,39 @@ def _run(results: Sequence[Result]) -> list[str]:
     failed = []
     for result in results:
         print(f"regenerate: {result.name}: {result.command}", file=sys.stderr, flush=True)
+        before = _modified(result.file)
         started = time.perf_counter()
         status = subprocess.run(result.argv(), cwd=ROOT, check=False).returncode
         took = time.perf_counter() - started
-        if status != 0 or not result.file.is_file():
+        written = _modified(result.file)
+        if status != 0 or written is None or written == before:
             failed.append(result.name)
-            print(f"regenerate: {result.name} FAILED (exit {status})", file=sys.stderr)
+            why = f"exit {status}" if status != 0 else f"{_shown_path(result.file)} not written"
+            print(f"regenerate: {result.name} FAILED ({why})", file=sys.stderr)
         else:
             print(f"regenerate: {result.name} done in {took:.0f} s", file=sys.stderr)
     return failed
 
 
+def _modified(path: Path) -> int | None:
+    """When ``path`` was last written (ns), or None when it does not exist."""
+    try:
+        return path.stat().st_mtime_ns
+    except FileNotFoundError:
+        return None
+
+
 def main(argv: list[str] | None = None) -> int:
+    """The command line; a malformed README marker or unreadable results file is one line on
+    stderr and exit status 2."""
+    try:
+        return _main(argv)
+    except TableError as exc:
+        print(f"regenerate: {_shown_path(README)}: {exc}", file=sys.stderr)
+        return 2
+
+
+def _main(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add = parser.add_argument
     add("--only", action="append", default=[], metavar="NAME", help="result or table name")
@@ -269,11 +293,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.list:
         for result in REGISTRY:
-            names = ", ".join(result.tables) or "no README table"
-            print(f"{result.name}: {_shown_path(result.file)} ← {result.command} [{names}]")
+            shown = ", ".join(result.tables) or "no README table"
+            print(f"{result.name}: {_shown_path(result.file)} ← {result.command} [{shown}]")
         return 0
     if args.check:
-        old = stale()
+        old = stale(README)
         for name in old:
             print(f"stale README table: {name}", file=sys.stderr)
         return 1 if old else 0

@@ -286,6 +286,27 @@ def test_bad_config_values_are_clear_errors(tmp_path: Path, table: str, message:
         ModeSettings.load(settings=load_settings(cwd=tmp_path, env={}), env={})
 
 
+def test_bad_value_error_names_only_where_that_value_came_from(tmp_path: Path) -> None:
+    (tmp_path / "toolsearch.toml").write_text('[mode]\nenable_tool_search = "auto"\n')
+    base = load_settings(cwd=tmp_path, env={})
+    with pytest.raises(ConfigError) as info:
+        ModeSettings.load(settings=base, env={ENV_CONTEXT_WINDOW: "-5"})
+    assert (
+        str(info.value) == "$TOOLSEARCH_CONTEXT_WINDOW: 'context_window' must be at least 1, got -5"
+    )
+    with pytest.raises(ConfigError) as info:
+        ModeSettings.load(settings=base, env={ENV_ENABLE: "on"}, context_window=0)
+    assert str(info.value) == "code:context_window: 'context_window' must be at least 1, got 0"
+
+
+def test_empty_unsupported_models_variable_clears_the_configured_list(tmp_path: Path) -> None:
+    (tmp_path / "toolsearch.toml").write_text('[mode]\nunsupported_models = ["haiku"]\n')
+    base = load_settings(cwd=tmp_path, env={})
+    assert ModeSettings.load(settings=base, env={}).unsupported_models == ("haiku",)
+    cleared = ModeSettings.load(settings=base, env={ENV_UNSUPPORTED_MODELS: ""})
+    assert cleared.unsupported_models == ()
+
+
 def test_unknown_code_override_is_an_error() -> None:
     with pytest.raises(ConfigError, match="unknown mode setting"):
         ModeSettings.load(settings=load_settings(env={}), env={}, enable=True)

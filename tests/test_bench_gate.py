@@ -98,7 +98,8 @@ def test_what_cannot_be_compared_fails() -> None:
     gate = check_regressions(BASE, {"datasets": {}}, 0.01)
     assert gate.problems == ["dataset 'ds' is in the baseline but was not run"]
     assert check_regressions(BASE, {"datasets": {}}, 0.01, datasets=["other"]).problems == [
-        "the baseline and this run have no quality metric in common"
+        "the baseline and this run have no quality metric in common (baseline datasets: ds; "
+        "this run: none; the gate compares datasets of the same name)"
     ]
 
 

@@ -166,3 +166,38 @@ def test_style_and_significance_tables_by_hand() -> None:
     missing = json.loads(json.dumps(RESULTS))
     missing["datasets"]["ds"]["significance"] = None
     assert significance_summary(missing, "ds").startswith("No paired tests")
+
+
+def test_a_malformed_readme_marker_is_one_line_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text("<!-- table:bench_keyword -->\nnever closed\n", encoding="utf-8")
+    monkeypatch.setattr(regen, "README", readme)
+    assert regen.main(["--check"]) == 2
+    err = capsys.readouterr().err
+    assert "table 'bench_keyword' is never closed" in err and "Traceback" not in err
+
+
+def test_an_unreadable_results_file_names_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json", encoding="utf-8")
+    result = regen.Result("broken", "python -c pass", {"broken": lambda data: "x"}, path=broken)
+    monkeypatch.setattr(regen, "REGISTRY", (result,))
+    with pytest.raises(regen.TableError, match=r"table 'broken': cannot read .*broken\.json"):
+        regen.render("broken")
+
+
+def test_a_command_that_writes_no_fresh_file_counts_as_failed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old = tmp_path / "old.json"
+    old.write_text("{}", encoding="utf-8")
+    stale_result = regen.Result("stale", "python -c pass", path=old)
+    fresh = tmp_path / "fresh.json"
+    writes = f"python -c \"open({str(fresh)!r}, 'w').write('{{}}')\""
+    fresh_result = regen.Result("fresh", writes, path=fresh)
+    assert regen._run([stale_result, fresh_result]) == ["stale"]
+    assert "stale FAILED" in capsys.readouterr().err

@@ -105,3 +105,63 @@ def test_readme_library_example_runs_from_any_directory(
     monkeypatch.setenv("TOOLSEARCH_BACKEND", "keyword")
     exec(compile(code, "README.md", "exec"), {})
     assert "mcp__slack__send_message 42.0 ranked" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--max-p", "2"], "--max-p: the p-value threshold must be between 0 and 1, got 2.0"),
+        (["--max-p", "nan"], "--max-p: the p-value threshold must be between 0 and 1, got nan"),
+        (["--sig-metrics", "false_positive_rate"], "cannot test false_positive_rate for"),
+        (["--sig-metrics", "complete@5,recall@5"], "cannot test complete@5 for significance"),
+        (["--scale-sizes", "abc"], "--scale-sizes: 'abc' is not an integer"),
+        (["--scale-queries", "0"], "--scale-queries must be a positive integer, got 0"),
+        (["--scale-budget", "nan"], "--scale-budget must be a positive number of seconds"),
+        (["--min-style-queries", "-3"], "--min-style-queries must be a positive integer, got -3"),
+        (
+            ["--baseline", "b.json", "--max-drop", "2"],
+            "--max-drop must be at least 0 and below 1, got 2.0",
+        ),
+        (
+            ["--baseline", "b.json", "--style-max-drop", "nan"],
+            "--style-max-drop must be at least 0 and below 1, got nan",
+        ),
+    ],
+)
+def test_bench_settings_used_after_the_run_are_checked_before_it(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    flags: list[str],
+    message: str,
+) -> None:
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the benchmark ran before its settings were checked")
+
+    monkeypatch.setattr("toolsearch.bench.runner.run_benchmark", never)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "b.json").write_text('{"datasets": {}}')
+    argv = ["bench", "--dataset", STARTER, "--backend", "keyword", "--quiet", *flags]
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["request", "demo"])
+@pytest.mark.parametrize("window", ["0", "-3", "big"])
+def test_context_window_must_be_a_positive_whole_number(
+    capsys: pytest.CaptureFixture[str], command: str, window: str
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main([command, "--catalog", STARTER, "--mode", "auto", "--context-window", window])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"--context-window: expected a whole number of at least 1, got '{window}'" in err
+
+
+def test_serve_refuses_a_timeout_that_is_not_a_number(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    config = tmp_path / "mcp.json"
+    config.write_text('{"mcpServers": {}}')
+    assert main(["serve", "--config", str(config), "--call-timeout", "nan"]) == 2
+    assert "--call-timeout must be positive, got nan" in capsys.readouterr().err

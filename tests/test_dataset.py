@@ -78,6 +78,19 @@ def test_catalogue_only_folder(tmp_path: Path) -> None:
     assert dataset.queries == [] and dataset.qrels == {}
 
 
+@pytest.mark.parametrize("name", ["queries.jsonl", "qrels.tsv"])
+def test_a_folder_where_a_dataset_file_belongs_is_named(tmp_path: Path, name: str) -> None:
+    make(tmp_path)
+    (tmp_path / name).unlink()
+    (tmp_path / name).mkdir()
+    with pytest.raises(CatalogError) as info:
+        load_dataset(tmp_path)
+    assert (
+        str(info.value)
+        == f"{tmp_path / name}: {name} must be a file, found a folder or other entry"
+    )
+
+
 def test_not_a_folder(tmp_path: Path) -> None:
     with pytest.raises(CatalogError, match="not a dataset folder"):
         load_dataset(tmp_path / "missing")

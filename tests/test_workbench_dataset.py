@@ -11,6 +11,7 @@ from types import ModuleType
 import pytest
 
 from toolsearch.dataset import Dataset, load_dataset
+from toolsearch.errors import CatalogError
 from toolsearch.textnorm import (
     content_words,
     near_duplicates,
@@ -125,3 +126,20 @@ def test_files_and_readme_counts_are_what_relabel_writes(
     exit_code = _relabel_script().main(["--check"])
     report = capsys.readouterr().out
     assert exit_code == 0, report
+
+
+def test_relabel_reads_a_zero_score_row_as_irrelevant_like_the_loader() -> None:
+    relabel = _relabel_script()
+    row = relabel.Judgement
+    qrels = [row("q1", "mcp__a__x", 1, "1"), row("q1", "mcp__a__y", 0, "2"), row("q2", "t", 0, "1")]
+    queries = [{"id": "q1", "text": "x"}, {"id": "q2", "text": "y", "style": "negative"}]
+    assert relabel.gold_tools(qrels) == {"q1": ["mcp__a__x"]}
+    figures = relabel.counts(queries, qrels)
+    assert (figures["positives"], figures["multi_group"]) == (1, 0)
+
+
+def test_relabel_names_the_line_of_a_broken_query(tmp_path: Path) -> None:
+    broken = tmp_path / "queries.jsonl"
+    broken.write_text('{"id": "q1", "text": "x"}\n{oops\n', encoding="utf-8")
+    with pytest.raises(CatalogError, match=r"queries\.jsonl, line 2"):
+        _relabel_script().read_queries(broken)

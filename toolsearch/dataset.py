@@ -36,6 +36,8 @@ __all__ = [
     "QrelsTable",
     "Query",
     "check_typed_n_tools",
+    "check_unique",
+    "checked_id",
     "load_dataset",
     "read_qrels",
 ]
@@ -145,30 +147,49 @@ class Dataset:
         return digest.hexdigest()
 
 
+def checked_id(raw: Any, path: Path, line: int, field: str) -> str:
+    """A query or tool id as written in a JSONL file: a non-empty string without whitespace
+    (it must fit in a tab-separated qrels row); an integer is read as its digits."""
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        raw = str(raw)
+    if not isinstance(raw, str) or not raw.strip():
+        raise CatalogError(
+            f"must be a non-empty string, got {raw!r}", path=path, line=line, field=field
+        )
+    if any(ch.isspace() for ch in raw):
+        raise CatalogError(
+            f"{raw!r} contains whitespace, so it cannot be a tool or query id",
+            path=path,
+            line=line,
+            field=field,
+        )
+    return raw
+
+
+def check_unique(
+    value: str, seen: dict[str, int], kind: str, path: Path, line: int, field: str
+) -> None:
+    """Record that ``value`` is on ``line``; an id already in ``seen`` is an error naming both
+    lines."""
+    if value in seen:
+        raise CatalogError(
+            f"duplicate {kind} id {value!r} (first on line {seen[value]})",
+            path=path,
+            line=line,
+            field=field,
+        )
+    seen[value] = line
+
+
 def _load_queries(path: Path) -> list[Query]:
     queries: list[Query] = []
     seen: dict[str, int] = {}
     for line, data in parse_jsonl(path):
         if not isinstance(data, Mapping):
             raise CatalogError("a query must be a JSON object", path=path, line=line)
-        qid, text, style = data.get("id"), data.get("text"), data.get("style")
-        if isinstance(qid, int) and not isinstance(qid, bool):
-            qid = str(qid)
-        if not isinstance(qid, str) or not qid.strip():
-            raise CatalogError(
-                f"must be a non-empty string, got {qid!r}", path=path, line=line, field="id"
-            )
-        if any(ch.isspace() for ch in qid):
-            raise CatalogError(
-                f"must not contain whitespace, got {qid!r}", path=path, line=line, field="id"
-            )
-        if qid in seen:
-            raise CatalogError(
-                f"duplicate query id {qid!r} (first on line {seen[qid]})",
-                path=path,
-                line=line,
-                field="id",
-            )
+        qid = checked_id(data.get("id"), path, line, "id")
+        check_unique(qid, seen, "query", path, line, "id")
+        text, style = data.get("text"), data.get("style")
         if not isinstance(text, str):
             raise CatalogError(
                 f"must be a string, got {text!r}", path=path, line=line, field="text"
@@ -177,7 +198,6 @@ def _load_queries(path: Path) -> list[Query]:
             raise CatalogError(
                 f"must be a string, got {style!r}", path=path, line=line, field="style"
             )
-        seen[qid] = line
         extra = {k: v for k, v in data.items() if k not in ("id", "text", "style")}
         queries.append(Query(qid, text, style, extra))
     return queries
@@ -351,6 +371,14 @@ def check_typed_n_tools(dataset: Dataset, path: Path | None = None) -> None:
             )
 
 
+def _optional_file(folder: Path, name: str) -> Path:
+    """``folder / name``, which may be missing but, when present, must be a file."""
+    path = folder / name
+    if path.exists() and not path.is_file():
+        raise CatalogError(f"{name} must be a file, found a folder or other entry", path=path)
+    return path
+
+
 def load_dataset(path: str | Path, *, name: str | None = None) -> Dataset:
     """Load and cross-check a dataset folder. A catalogue-only folder (no queries) loads with
     no queries; qrels without queries is an error."""
@@ -358,7 +386,8 @@ def load_dataset(path: str | Path, *, name: str | None = None) -> Dataset:
     if not folder.is_dir():
         raise CatalogError("not a dataset folder (expected a directory)", path=folder)
     tools = load_catalog(folder)
-    queries_path, qrels_path = folder / "queries.jsonl", folder / "qrels.tsv"
+    queries_path = _optional_file(folder, "queries.jsonl")
+    qrels_path = _optional_file(folder, "qrels.tsv")
     queries = _load_queries(queries_path) if queries_path.is_file() else []
     if qrels_path.is_file():
         if not queries_path.is_file():

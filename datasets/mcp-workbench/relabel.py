@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolsearch.catalog import load_catalog
+from toolsearch.catalog import load_catalog, parse_jsonl
 from toolsearch.dataset import read_qrels as read_qrels_table
+from toolsearch.errors import CatalogError
 from toolsearch.textnorm import shared_words
 from toolsearch.tool import Tool
 
@@ -49,9 +50,14 @@ class Judgement:
 
 
 def read_queries(path: Path) -> list[dict[str, Any]]:
-    """The query objects of a queries.jsonl file, in file order."""
-    lines = path.read_text(encoding="utf-8").splitlines()
-    return [json.loads(line) for line in lines if line.strip()]
+    """The query objects of a queries.jsonl file, in file order (a bad line is an error naming
+    the file and line)."""
+    queries: list[dict[str, Any]] = []
+    for line, data in parse_jsonl(path):
+        if not isinstance(data, dict):
+            raise CatalogError("a query must be a JSON object", path=path, line=line)
+        queries.append(data)
+    return queries
 
 
 def read_qrels(
@@ -68,10 +74,12 @@ def read_qrels(
 
 
 def gold_tools(qrels: list[Judgement]) -> dict[str, list[str]]:
-    """Each labelled query's gold tool names, in file order."""
+    """Each labelled query's gold tool names (positive score), in file order; a score of 0
+    judges a tool irrelevant, as the dataset loader reads it."""
     gold: dict[str, list[str]] = defaultdict(list)
     for row in qrels:
-        gold[row.query].append(row.tool)
+        if row.score > 0:
+            gold[row.query].append(row.tool)
     return gold
 
 
@@ -109,6 +117,8 @@ def counts(queries: list[dict[str, Any]], qrels: list[Judgement]) -> dict[str, A
     groups: dict[str, set[str]] = defaultdict(set)
     tools_of: dict[str, set[str]] = defaultdict(set)
     for row in qrels:
+        if row.score <= 0:
+            continue  # judged irrelevant: not gold, no group (as the dataset loader reads it)
         groups[row.query].add(row.group)
         tools_of[row.query].add(row.tool)
     positives = [q["id"] for q in queries if q["id"] in groups]

@@ -146,66 +146,93 @@ def assemble_request(
         raise ConfigError(f"announce must be 'delta' or 'block', got {announce!r}")
     adapter = get_adapter(provider)
     history = validate_history(messages)
-    deny = list(deny)
-    if isinstance(tools, ResolvedTools):
-        if agent is not None or deny:
-            raise ConfigError("deny rules and agent apply to a tool list, not a resolved pool")
-        pool = tools
-    else:
-        pool = resolve_tools(tools, deny=deny, agent=agent)
+    pool = _resolved_pool(tools, list(deny), agent)
     settings = ModeSettings.load() if settings is None else settings
-    pending = tuple(pending_servers)
     decision = resolve_mode(
-        pool.tools, settings=settings, model=model, pending_servers=pending, counter=counter
+        pool.tools,
+        settings=settings,
+        model=model,
+        pending_servers=tuple(pending_servers),
+        counter=counter,
     )
     enabled = decision.enabled
     discovered = discovered_tools(history)
-    deferred_names = [t.name for t in pool.deferred]
-
-    persist: tuple[Message, ...] = ()
-    announcement: str | None = None
-    delta: Delta | None = None
-    rendered = history
-    if not enabled:
-        # announcements name tools the model can no longer search for
-        rendered = [m for m in history if meta_kind(m) != DELTA_KIND]
-    elif not adapter.server_side:
-        if announce == "delta":
-            delta = compute_delta(history, deferred_names)
-            if not delta.is_empty:
-                persist = (delta_message(delta),)
-                announcement = delta.text()
-            rendered = [*history, *persist]
-        elif deferred_names:
-            block = block_message(deferred_names)
-            announcement = str(block["content"])
-            rendered = [block, *history]
-
-    cleaned = clean_history(
-        rendered,
-        search_enabled=enabled,
-        pool_names=pool.names,
+    told = _announced(
+        history,
+        [t.name for t in pool.deferred],
+        enabled=enabled,
         server_side=adapter.server_side,
+        announce=announce,
+    )
+    cleaned = tuple(
+        clean_history(
+            told.rendered,
+            search_enabled=enabled,
+            pool_names=pool.names,
+            server_side=adapter.server_side,
+        )
     )
     sent = select_tools(pool, discovered, enabled=enabled, server_side=adapter.server_side)
-    parts = RequestParts(
-        tools=sent,
-        messages=tuple(cleaned),
-        search_enabled=enabled,
-        pool={t.name: t for t in pool.tools},
-        system=system,
-    )
+    parts = RequestParts(sent, cleaned, enabled, {t.name: t for t in pool.tools}, system)
     return NextRequest(
         provider=adapter.name,
         tools=sent,
-        messages=tuple(cleaned),
+        messages=cleaned,
         payload=adapter.render(parts),
         decision=decision,
         pool=pool,
         discovered=discovered,
-        persist=persist,
-        announcement=announcement,
-        delta=delta,
+        persist=told.persist,
+        announcement=told.announcement,
+        delta=told.delta,
         system=system,
         model=model,
     )
+
+
+def _resolved_pool(
+    tools: Iterable[Tool] | ResolvedTools, deny: list[str | DenyRule], agent: AgentDefinition | None
+) -> ResolvedTools:
+    """Step 1: the pool after permissions and subagent scoping (a resolved pool as given)."""
+    if not isinstance(tools, ResolvedTools):
+        return resolve_tools(tools, deny=deny, agent=agent)
+    if agent is not None or deny:
+        raise ConfigError("deny rules and agent apply to a tool list, not a resolved pool")
+    return tools
+
+
+@dataclass(frozen=True, slots=True)
+class _Announcement:
+    """Step 4's outcome: the history to render, what to persist, and what was announced."""
+
+    rendered: list[Message]
+    persist: tuple[Message, ...] = ()
+    announcement: str | None = None
+    delta: Delta | None = None
+
+
+def _announced(
+    history: list[Message],
+    deferred_names: list[str],
+    *,
+    enabled: bool,
+    server_side: bool,
+    announce: AnnounceStyle,
+) -> _Announcement:
+    """Step 4: announce the deferred tools as a persisted delta or a prepended block; with
+    search off, drop earlier announcements (they name tools the model can no longer search
+    for); a server-side search needs none."""
+    if not enabled:
+        return _Announcement([m for m in history if meta_kind(m) != DELTA_KIND])
+    if server_side:
+        return _Announcement(history)
+    if announce == "delta":
+        delta = compute_delta(history, deferred_names)
+        if delta.is_empty:
+            return _Announcement(history, delta=delta)
+        persist = (delta_message(delta),)
+        return _Announcement([*history, *persist], persist, delta.text(), delta)
+    if not deferred_names:
+        return _Announcement(history)
+    block = block_message(deferred_names)
+    return _Announcement([block, *history], announcement=str(block["content"]))

@@ -15,6 +15,7 @@ consumes.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping
@@ -111,6 +112,14 @@ class ScriptedClient:
             isinstance(b, Mapping) and b.get("type") == "tool_use" for b in message["content"]
         )
         return ModelReply(dict(message), "tool_use" if has_calls else "end_turn")
+
+
+def _sdk(module: str, what: str) -> Any:
+    """The provider SDK ``module`` (an ``agents`` extra), or the pip line that installs it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise MissingExtraError(what, "agents", [module]) from exc
 
 
 def _require_key(provider: str, api_key: str | None) -> str:
@@ -242,11 +251,7 @@ class AnthropicClient:
         self.create_options = create_options
         if client is None:
             key = _require_key("anthropic", api_key)
-            try:
-                import anthropic
-            except ImportError as exc:
-                raise MissingExtraError("anthropic client", "agents", ["anthropic"]) from exc
-            client = anthropic.Anthropic(api_key=key)
+            client = _sdk("anthropic", "anthropic client").Anthropic(api_key=key)
         self._client = client
 
     def complete(self, request: NextRequest) -> ModelReply:
@@ -271,11 +276,7 @@ class OpenAIClient:
         self.create_options = create_options
         if client is None:
             key = _require_key("openai", api_key)
-            try:
-                import openai
-            except ImportError as exc:
-                raise MissingExtraError("openai client", "agents", ["openai"]) from exc
-            client = openai.OpenAI(api_key=key)
+            client = _sdk("openai", "openai client").OpenAI(api_key=key)
         self._client = client
 
     def complete(self, request: NextRequest) -> ModelReply:
@@ -308,10 +309,7 @@ class ChatCompletionsClient:
                     "no API key for chat completions: pass api_key= or base_url=, "
                     "or set $OPENAI_API_KEY"
                 )
-            try:
-                import openai
-            except ImportError as exc:
-                raise MissingExtraError("chat completions client", "agents", ["openai"]) from exc
+            openai = _sdk("openai", "chat completions client")
             client = openai.OpenAI(api_key=key or "not-needed", base_url=base_url)
         self._client = client
 

@@ -64,6 +64,15 @@ ENV_CONTEXT_WINDOW = "TOOLSEARCH_CONTEXT_WINDOW"
 ENV_UNSUPPORTED_MODELS = "TOOLSEARCH_UNSUPPORTED_MODELS"
 ENV_TOOL_REFERENCES = "TOOLSEARCH_TOOL_REFERENCES"
 
+#: Environment variables that set a mode setting, in the order they are applied.
+_ENV_SETTINGS: tuple[tuple[str, str], ...] = (
+    (ENV_ENABLE, "enable_tool_search"),
+    (ENV_KILL_SWITCH, "kill_switch"),
+    (ENV_CONTEXT_WINDOW, "context_window"),
+    (ENV_UNSUPPORTED_MODELS, "unsupported_models"),
+    (ENV_TOOL_REFERENCES, "tool_references"),
+)
+
 DEFAULT_AUTO_PERCENT = 10
 DEFAULT_CONTEXT_WINDOW = 200_000
 #: Tokens a tool list costs on top of its definitions (the tool-use system prompt).
@@ -218,6 +227,7 @@ class ModeSettings:
         env = os.environ if env is None else env
         settings = load_settings(cwd=cwd, env=env) if settings is None else settings
         valid = {f.name for f in fields(cls)} - {"sources"}
+        origin: dict[str, str] = {}  # where each value comes from, named in its errors
         values: dict[str, Any] = {}
         sources: list[str] = []
         section, where = settings.section("mode"), settings.section_source("mode")
@@ -226,60 +236,55 @@ class ModeSettings:
                 raise ConfigError(
                     f"{where}: unknown setting {key!r}; valid: {', '.join(sorted(valid))}"
                 )
-            values[key] = value
+            values[key], origin[key] = value, where
         if section:
             sources.append(where)
-        if env.get(ENV_ENABLE, "").strip():
-            values["enable_tool_search"] = env[ENV_ENABLE]
-            sources.append(f"${ENV_ENABLE}")
-        if env.get(ENV_KILL_SWITCH, "").strip():
-            values["kill_switch"] = _truthy(env[ENV_KILL_SWITCH])
-            sources.append(f"${ENV_KILL_SWITCH}")
-        if env.get(ENV_CONTEXT_WINDOW, "").strip():
-            values["context_window"] = env[ENV_CONTEXT_WINDOW]
-            sources.append(f"${ENV_CONTEXT_WINDOW}")
-        if ENV_UNSUPPORTED_MODELS in env:
-            values["unsupported_models"] = env[ENV_UNSUPPORTED_MODELS]
-            sources.append(f"${ENV_UNSUPPORTED_MODELS}")
-        if env.get(ENV_TOOL_REFERENCES, "").strip():
-            values["tool_references"] = env[ENV_TOOL_REFERENCES]
-            sources.append(f"${ENV_TOOL_REFERENCES}")
+        for variable, key in _ENV_SETTINGS:
+            # an empty $TOOLSEARCH_UNSUPPORTED_MODELS clears the list; other empty ones are unset
+            if key == "unsupported_models" or env.get(variable, "").strip():
+                if variable not in env:
+                    continue
+                value = env[variable]
+                values[key] = _truthy(value) if key == "kill_switch" else value
+                origin[key] = f"${variable}"
+                sources.append(f"${variable}")
         for key, value in overrides.items():
             if key not in valid:
                 raise ConfigError(
                     f"unknown mode setting {key!r}; valid: {', '.join(sorted(valid))}"
                 )
             if value is not None:
-                values[key] = value
+                values[key], origin[key] = value, f"code:{key}"
                 sources.append(f"code:{key}")
-        return cls._checked(values, tuple(sources))
+        return cls._checked(values, origin, tuple(sources))
 
     @classmethod
-    def _checked(cls, values: Mapping[str, Any], sources: tuple[str, ...]) -> ModeSettings:
-        where = " < ".join(sources) or "defaults"
+    def _checked(
+        cls, values: Mapping[str, Any], origin: Mapping[str, str], sources: tuple[str, ...]
+    ) -> ModeSettings:
         out = cls(sources=sources)
         for key, value in values.items():
-            if key == "enable_tool_search":
-                if value is not None and not isinstance(value, str | bool | int):
-                    raise ConfigError(f"{where}: 'enable_tool_search' must be a string")
-                if isinstance(value, bool):
-                    value = "true" if value else "false"
-                out = replace(out, enable_tool_search=None if value is None else str(value))
-            elif key == "kill_switch":
-                out = replace(out, kill_switch=_bool_setting(value, where, key))
-            elif key == "tool_references":
-                out = replace(out, tool_references=_bool_setting(value, where, key))
-            elif key == "context_window":
-                out = replace(out, context_window=_int_setting(value, where, key, 1))
-            elif key == "token_overhead":
-                out = replace(out, token_overhead=_int_setting(value, where, key, 0))
-            elif key == "unsupported_models":
-                out = replace(out, unsupported_models=_patterns(value, where, key))
-            elif key == "tokenizer":
-                if value is not None and not isinstance(value, str):
-                    raise ConfigError(f"{where}: 'tokenizer' must be a file path")
-                out = replace(out, tokenizer=value or None)
+            out = replace(out, **{key: _setting(key, value, origin.get(key, "defaults"))})
         return out
+
+
+def _setting(key: str, value: Any, where: str) -> Any:
+    """One mode setting checked and converted; errors name ``where`` it was set."""
+    if key == "enable_tool_search":
+        if value is not None and not isinstance(value, str | bool | int):
+            raise ConfigError(f"{where}: 'enable_tool_search' must be a string")
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return None if value is None else str(value)
+    if key in ("kill_switch", "tool_references"):
+        return _bool_setting(value, where, key)
+    if key in ("context_window", "token_overhead"):
+        return _int_setting(value, where, key, 1 if key == "context_window" else 0)
+    if key == "unsupported_models":
+        return _patterns(value, where, key)
+    if value is not None and not isinstance(value, str):  # tokenizer
+        raise ConfigError(f"{where}: 'tokenizer' must be a file path")
+    return value or None
 
 
 @dataclass(frozen=True, slots=True)

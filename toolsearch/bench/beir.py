@@ -45,6 +45,8 @@ from toolsearch.dataset import (
     QrelsLayout,
     QrelsTable,
     Query,
+    check_unique,
+    checked_id,
     load_dataset,
     read_qrels,
 )
@@ -148,24 +150,6 @@ def write_dataset(dataset: Dataset, dst: str | Path, *, force: bool = False) -> 
 # --------------------------------------------------------------------------- import
 
 
-def _string_id(data: Mapping[str, Any], path: Path, line: int) -> str:
-    raw = data.get("_id")
-    if isinstance(raw, int) and not isinstance(raw, bool):
-        raw = str(raw)
-    if not isinstance(raw, str) or not raw.strip():
-        raise CatalogError(
-            f"must be a non-empty string, got {raw!r}", path=path, line=line, field="_id"
-        )
-    if any(ch.isspace() for ch in raw):
-        raise CatalogError(
-            f"{raw!r} contains whitespace, so it cannot be a tool or query id",
-            path=path,
-            line=line,
-            field="_id",
-        )
-    return raw
-
-
 def _optional_str(data: Mapping[str, Any], key: str, path: Path, line: int) -> str:
     value = data.get(key, "")
     if value is None:
@@ -199,15 +183,8 @@ def _read_corpus(path: Path) -> list[Tool]:
     for line, data in parse_jsonl(path):
         if not isinstance(data, Mapping):
             raise CatalogError("a corpus document must be a JSON object", path=path, line=line)
-        doc_id = _string_id(data, path, line)
-        if doc_id in seen:
-            raise CatalogError(
-                f"duplicate document id {doc_id!r} (first on line {seen[doc_id]})",
-                path=path,
-                line=line,
-                field="_id",
-            )
-        seen[doc_id] = line
+        doc_id = checked_id(data.get("_id"), path, line, "_id")
+        check_unique(doc_id, seen, "document", path, line, "_id")
         title = _optional_str(data, "title", path, line).strip()
         text = _optional_str(data, "text", path, line)
         description = f"{title}\n{text}" if title and title != doc_id else text
@@ -224,15 +201,8 @@ def _read_queries(path: Path) -> list[Query]:
     for line, data in parse_jsonl(path):
         if not isinstance(data, Mapping):
             raise CatalogError("a query must be a JSON object", path=path, line=line)
-        qid = _string_id(data, path, line)
-        if qid in seen:
-            raise CatalogError(
-                f"duplicate query id {qid!r} (first on line {seen[qid]})",
-                path=path,
-                line=line,
-                field="_id",
-            )
-        seen[qid] = line
+        qid = checked_id(data.get("_id"), path, line, "_id")
+        check_unique(qid, seen, "query", path, line, "_id")
         if not isinstance(data.get("text"), str):
             raise CatalogError(
                 f"must be a string, got {data.get('text')!r}", path=path, line=line, field="text"

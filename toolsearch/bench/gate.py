@@ -31,7 +31,13 @@ from typing import Any
 from toolsearch.bench.errors import BenchError
 from toolsearch.bench.metrics import FALSE_POSITIVE_RATE, parse_metric
 
-__all__ = ["MIN_STYLE_QUERIES", "GateResult", "Regression", "check_regressions"]
+__all__ = [
+    "MIN_STYLE_QUERIES",
+    "GateResult",
+    "Regression",
+    "check_gate_settings",
+    "check_regressions",
+]
 
 _EPSILON = 1e-9
 
@@ -116,6 +122,26 @@ def _check_allowance(name: str, value: object) -> float:
     if not 0 <= value < 1:
         raise BenchError(f"{name} must be at least 0 and below 1, got {value}")
     return float(value)
+
+
+def check_gate_settings(
+    max_drop: object, style_max_drop: object, min_style_queries: object
+) -> tuple[float, float | None, int]:
+    """The gate's allowances and per-style minimum, checked (what ``bench`` checks before a
+    run, so a typo does not cost the whole run)."""
+    drop = _check_allowance("--max-drop", max_drop)
+    style_drop = (
+        None if style_max_drop is None else _check_allowance("--style-max-drop", style_max_drop)
+    )
+    if (
+        isinstance(min_style_queries, bool)
+        or not isinstance(min_style_queries, int)
+        or min_style_queries < 1
+    ):
+        raise BenchError(
+            f"--min-style-queries must be a positive integer, got {min_style_queries!r}"
+        )
+    return drop, style_drop, min_style_queries
 
 
 def _compare(
@@ -237,18 +263,9 @@ def check_regressions(
     ``backends`` narrow what the baseline is expected to cover (None = all of it). Metric
     names in the baseline must be known quality metrics.
     """
-    drop = _check_allowance("--max-drop", max_drop)
-    style_drop = (
-        None if style_max_drop is None else _check_allowance("--style-max-drop", style_max_drop)
+    drop, style_drop, min_style_queries = check_gate_settings(
+        max_drop, style_max_drop, min_style_queries
     )
-    if (
-        isinstance(min_style_queries, bool)
-        or not isinstance(min_style_queries, int)
-        or (min_style_queries < 1)
-    ):
-        raise BenchError(
-            f"--min-style-queries must be a positive integer, got {min_style_queries!r}"
-        )
     gate = GateResult(drop, style_drop, min_style_queries)
     now = current.get("datasets", {})
     for name, base_entry in baseline.get("datasets", {}).items():
@@ -260,5 +277,13 @@ def check_regressions(
             continue
         _check_dataset(gate, name, base_entry, entry, backends)
     if gate.compared == 0 and not gate.problems:
-        gate.problems.append("the baseline and this run have no quality metric in common")
+        gate.problems.append(
+            "the baseline and this run have no quality metric in common (baseline datasets: "
+            f"{_names(baseline.get('datasets', {}))}; this run: {_names(now)}; the gate "
+            "compares datasets of the same name)"
+        )
     return gate
+
+
+def _names(datasets: Mapping[str, Any]) -> str:
+    return ", ".join(sorted(datasets)) or "none"

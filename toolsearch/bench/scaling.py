@@ -19,6 +19,7 @@ read as cold ones.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +37,7 @@ __all__ = [
     "DEFAULT_SIZES",
     "ScalePoint",
     "ScalingResult",
+    "check_scaling_settings",
     "measure_scaling",
     "parse_sizes",
     "uses_persistent_cache",
@@ -90,6 +92,21 @@ def parse_sizes(text: str) -> tuple[int, ...]:
     if not sizes:
         raise BenchError(f"--scale-sizes: no size in {text!r}")
     return tuple(sorted(sizes))
+
+
+def check_scaling_settings(n_queries: object, budget_seconds: object) -> None:
+    """The latency curve's queries per size (a positive integer) and budget (a positive
+    number of seconds), checked."""
+    if isinstance(n_queries, bool) or not isinstance(n_queries, int) or n_queries < 1:
+        raise BenchError(f"--scale-queries must be a positive integer, got {n_queries!r}")
+    if (
+        isinstance(budget_seconds, bool)
+        or not isinstance(budget_seconds, int | float)
+        or not 0 < budget_seconds < math.inf
+    ):
+        raise BenchError(
+            f"--scale-budget must be a positive number of seconds, got {budget_seconds}"
+        )
 
 
 def uses_persistent_cache(params: Mapping[str, Any]) -> bool:
@@ -147,8 +164,7 @@ def measure_scaling(
         raise BenchError("latency scaling needs a dataset with tools")
     if not queries:
         raise BenchError("latency scaling needs a dataset with queries")
-    if budget_seconds <= 0:
-        raise BenchError(f"--scale-budget must be positive, got {budget_seconds}")
+    check_scaling_settings(n_queries, budget_seconds)
     progress = progress or NoProgress()
     ordered = tuple(sorted(set(sizes)))
     sample = sample_queries(queries, n_queries)

@@ -36,6 +36,8 @@ __all__ = [
     "PairTest",
     "Significance",
     "adjust_p_values",
+    "check_max_p",
+    "check_testable",
     "compare_backends",
     "default_significance_metrics",
     "significance_metrics",
@@ -216,6 +218,27 @@ def compare_backends(
     )
 
 
+def check_max_p(max_p: object) -> float:
+    """The significance threshold, checked: a number strictly between 0 and 1."""
+    if isinstance(max_p, bool) or not isinstance(max_p, int | float) or not 0 < max_p < 1:
+        raise BenchError(f"--max-p: the p-value threshold must be between 0 and 1, got {max_p}")
+    return float(max_p)
+
+
+def check_testable(metrics: Sequence[Metric]) -> list[Metric]:
+    """``metrics`` when every one can be tested for significance, else an error naming those
+    that cannot."""
+    testable = significance_metrics(metrics)
+    untestable = [m.name for m in metrics if m not in testable]
+    if untestable or not testable:
+        raise BenchError(
+            f"cannot test {', '.join(untestable) or 'an empty metric list'} for significance: "
+            "the paired tests cover ranx's recall@k, hit@k, mrr@k and ndcg@k "
+            "(complete@k and false_positive_rate have no ranx implementation)"
+        )
+    return testable
+
+
 def _check_request(
     qrels: Mapping[str, Mapping[str, int]],
     ranked: Mapping[str, Mapping[str, Sequence[str]]],
@@ -229,16 +252,8 @@ def _check_request(
         raise BenchError(f"unknown correction {correction!r}; choose from {', '.join(CORRECTIONS)}")
     if test not in STAT_TESTS:
         raise BenchError(f"unknown significance test {test!r}; choose from {', '.join(STAT_TESTS)}")
-    if not 0 < max_p < 1:
-        raise BenchError(f"the p-value threshold must be between 0 and 1, got {max_p}")
-    testable = significance_metrics(metrics)
-    untestable = [m.name for m in metrics if m not in testable]
-    if untestable or not testable:
-        raise BenchError(
-            f"cannot test {', '.join(untestable) or 'an empty metric list'} for significance: "
-            "the paired tests cover ranx's recall@k, hit@k, mrr@k and ndcg@k "
-            "(complete@k and false_positive_rate have no ranx implementation)"
-        )
+    check_max_p(max_p)
+    testable = check_testable(metrics)
     if len(ranked) < 2:
         raise BenchError("significance tests need at least two backends")
     if len(qrels) < 2:

@@ -1,5 +1,7 @@
-"""What the agent-facing commands (``search``, ``request``, ``demo``) share: the tool scope
-(``--deny``, ``--agent``, deferral of a plain catalogue) and the mode settings (``--mode``)."""
+"""What the agent-facing commands (``search``, ``request``, ``demo``, ``serve``) share: the
+tool scope (``--deny``, ``--agent``, deferral of a plain catalogue), the ranking backend, the
+request shape (``--provider``) and the mode settings (``--mode`` and its companions), each
+declared once so the commands cannot drift apart."""
 
 from __future__ import annotations
 
@@ -12,11 +14,17 @@ from toolsearch.tool import TOOL_SEARCH_NAME, Tool
 
 __all__ = [
     "MODE_VALUES",
+    "add_backend_argument",
+    "add_defer_all_argument",
+    "add_deny_argument",
+    "add_mode_arguments",
+    "add_provider_argument",
     "add_scope_arguments",
     "build_settings",
     "catalogue_as_deferred",
     "load_scope",
     "mode_value",
+    "positive_int",
     "scoped_tools",
 ]
 
@@ -39,8 +47,50 @@ def mode_value(text: str) -> str:
     )
 
 
-def add_scope_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--deny`` (repeatable) and ``--agent``, shared by the agent-facing commands."""
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1, else an error naming the value."""
+    stripped = text.strip()
+    if stripped.isdigit() and int(stripped) >= 1:
+        return int(stripped)
+    raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+
+
+def add_mode_arguments(parser: argparse.ArgumentParser, *, tokenizer_help: str) -> None:
+    """``--mode``, ``--context-window`` and ``--tokenizer`` (read by :func:`build_settings`)."""
+    parser.add_argument(
+        "--mode",
+        type=mode_value,
+        help=f"ENABLE_TOOL_SEARCH value: {', '.join(MODE_VALUES)} (default: config/environment)",
+    )
+    parser.add_argument(
+        "--context-window", type=positive_int, help="context window for auto mode (tokens)"
+    )
+    parser.add_argument("--tokenizer", help=tokenizer_help)
+
+
+def add_provider_argument(parser: argparse.ArgumentParser, *, help: str) -> None:
+    """``--provider``: the request shape."""
+    parser.add_argument(
+        "--provider", choices=("anthropic", "openai", "plain"), default="anthropic", help=help
+    )
+
+
+def add_backend_argument(parser: argparse.ArgumentParser) -> None:
+    """``--backend``: the ranking backend."""
+    parser.add_argument("--backend", help="ranking backend (default: configured or measured best)")
+
+
+def add_defer_all_argument(parser: argparse.ArgumentParser) -> None:
+    """``--defer-all`` (applied by :func:`catalogue_as_deferred`)."""
+    parser.add_argument(
+        "--defer-all",
+        action="store_true",
+        help="treat every catalogue tool as deferred unless it is marked always_load",
+    )
+
+
+def add_deny_argument(parser: argparse.ArgumentParser) -> None:
+    """``--deny`` (repeatable)."""
     parser.add_argument(
         "--deny",
         action="append",
@@ -48,6 +98,11 @@ def add_scope_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="RULE",
         help="deny a tool (exact name) or a server (mcp__server, mcp__server__*); repeatable",
     )
+
+
+def add_scope_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--deny`` (repeatable) and ``--agent``, shared by the agent-facing commands."""
+    add_deny_argument(parser)
     parser.add_argument(
         "--agent",
         metavar="FILE",

@@ -23,6 +23,9 @@ from toolsearch.bench.errors import BenchError
 
 __all__ = ["register", "run"]
 
+#: The gate's allowance when ``--baseline`` is given without ``--max-drop``.
+_DEFAULT_MAX_DROP = 0.01
+
 _DESCRIPTION = (
     "Run every query of each dataset through ToolSearch (all tools deferred, run depth 100) "
     "with each backend as the ranker, and report retrieval quality (recall@k, hit@k, "
@@ -163,7 +166,8 @@ def _add_gate(parser: argparse.ArgumentParser) -> None:
         "--max-drop",
         type=float,
         metavar="X",
-        help="largest allowed drop of any quality metric against --baseline (default 0.01)",
+        help="largest allowed drop of any quality metric against --baseline "
+        f"(default {_DEFAULT_MAX_DROP:g})",
     )
     add(
         "--style-max-drop",
@@ -278,6 +282,27 @@ def _check_args(args: argparse.Namespace) -> None:
         raise BenchError("--style-max-drop needs --baseline FILE")
     if args.limit is not None and args.limit < 1:
         raise BenchError(f"--limit must be a positive integer, got {args.limit}")
+    _check_settings(args)
+
+
+def _check_settings(args: argparse.Namespace) -> None:
+    """Every number the run uses only at its end (significance, latency curve, gate), checked
+    before the run, so a typo does not cost the whole run."""
+    from toolsearch.bench.gate import check_gate_settings
+    from toolsearch.bench.metrics import parse_metrics
+    from toolsearch.bench.scaling import check_scaling_settings, parse_sizes
+    from toolsearch.bench.significance import check_max_p, check_testable
+
+    check_max_p(args.max_p)
+    if args.sig_metrics:
+        check_testable(parse_metrics(args.sig_metrics))
+    parse_sizes(args.scale_sizes)
+    check_scaling_settings(args.scale_queries, args.scale_budget)
+    check_gate_settings(
+        _DEFAULT_MAX_DROP if args.max_drop is None else args.max_drop,
+        args.style_max_drop,
+        args.min_style_queries,
+    )
 
 
 def _datasets(args: argparse.Namespace) -> list[Any]:
@@ -414,7 +439,7 @@ def _gate(
     gate = check_regressions(
         baseline,
         result_to_json(result),
-        0.01 if args.max_drop is None else args.max_drop,
+        _DEFAULT_MAX_DROP if args.max_drop is None else args.max_drop,
         style_max_drop=args.style_max_drop,
         min_style_queries=args.min_style_queries,
         datasets=list(result.datasets) if args.dataset else None,

@@ -24,19 +24,36 @@ def register(subparsers: Any) -> None:
     validate.add_argument("--json", action="store_true", help="print one JSON object")
     validate.set_defaults(func=run_validate)
 
-    imp = commands.add_parser("import-beir", help="convert a BEIR folder into a dataset folder")
-    imp.add_argument("src", metavar="SRC", help="BEIR folder")
-    imp.add_argument("dst", metavar="DST", help="dataset folder to write")
-    imp.add_argument("--split", default="test", help="qrels split to import (default: test)")
-    imp.add_argument("--force", action="store_true", help="overwrite existing files in DST")
-    imp.set_defaults(func=run_import)
+    _add_beir_command(
+        commands,
+        "import-beir",
+        "convert a BEIR folder into a dataset folder",
+        run_import,
+        src="BEIR folder",
+        dst="dataset folder to write",
+        split="qrels split to import",
+    )
+    _add_beir_command(
+        commands,
+        "export-beir",
+        "write a dataset folder in BEIR's layout",
+        run_export,
+        src="dataset folder",
+        dst="BEIR folder to write",
+        split="qrels split to write",
+    )
 
-    exp = commands.add_parser("export-beir", help="write a dataset folder in BEIR's layout")
-    exp.add_argument("src", metavar="SRC", help="dataset folder")
-    exp.add_argument("dst", metavar="DST", help="BEIR folder to write")
-    exp.add_argument("--split", default="test", help="qrels split to write (default: test)")
-    exp.add_argument("--force", action="store_true", help="overwrite existing files in DST")
-    exp.set_defaults(func=run_export)
+
+def _add_beir_command(
+    commands: Any, name: str, summary: str, func: Any, *, src: str, dst: str, split: str
+) -> None:
+    """``import-beir`` / ``export-beir``: the same arguments, read the other way round."""
+    command = commands.add_parser(name, help=summary)
+    command.add_argument("src", metavar="SRC", help=src)
+    command.add_argument("dst", metavar="DST", help=dst)
+    command.add_argument("--split", default="test", help=f"{split} (default: test)")
+    command.add_argument("--force", action="store_true", help="overwrite existing files in DST")
+    command.set_defaults(func=func)
 
 
 def dataset_summary(dataset: Any) -> dict[str, Any]:

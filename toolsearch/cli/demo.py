@@ -18,12 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 from toolsearch.cli._output import console, print_json
 from toolsearch.cli._scope import (
-    MODE_VALUES,
+    add_backend_argument,
+    add_defer_all_argument,
+    add_mode_arguments,
+    add_provider_argument,
     add_scope_arguments,
     build_settings,
     catalogue_as_deferred,
     load_scope,
-    mode_value,
 )
 
 if TYPE_CHECKING:
@@ -92,13 +94,8 @@ def register(subparsers: Any) -> None:
         help="catalogue (default: the bundled mcp-workbench catalogue, 495 MCP tools)",
     )
     add_scope_arguments(parser)
-    parser.add_argument(
-        "--provider",
-        choices=("anthropic", "openai", "plain"),
-        default="anthropic",
-        help="request shape to render and measure (default: anthropic)",
-    )
-    parser.add_argument("--backend", help="ranking backend (default: configured or measured best)")
+    add_provider_argument(parser, help="request shape to render and measure (default: anthropic)")
+    add_backend_argument(parser)
     parser.add_argument(
         "--task",
         action="append",
@@ -106,18 +103,8 @@ def register(subparsers: Any) -> None:
         metavar="QUERY",
         help="a ToolSearch query for one scripted task (repeatable; default: four tasks)",
     )
-    parser.add_argument(
-        "--mode",
-        type=mode_value,
-        help=f"ENABLE_TOOL_SEARCH value: {', '.join(MODE_VALUES)} (default: config/environment)",
-    )
-    parser.add_argument("--context-window", type=int, help="context window for auto mode")
-    parser.add_argument("--tokenizer", help="tokenizer.json to count tokens exactly")
-    parser.add_argument(
-        "--defer-all",
-        action="store_true",
-        help="treat every catalogue tool as deferred unless it is marked always_load",
-    )
+    add_mode_arguments(parser, tokenizer_help="tokenizer.json to count tokens exactly")
+    add_defer_all_argument(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(func=run)
 

@@ -11,12 +11,13 @@ from typing import Any
 
 from toolsearch.cli._output import print_json
 from toolsearch.cli._scope import (
-    MODE_VALUES,
+    add_defer_all_argument,
+    add_mode_arguments,
+    add_provider_argument,
     add_scope_arguments,
     build_settings,
     catalogue_as_deferred,
     load_scope,
-    mode_value,
 )
 
 __all__ = ["register"]
@@ -32,12 +33,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--catalog", required=True, help="JSONL/JSON catalogue or dataset folder")
     add_scope_arguments(parser)
-    parser.add_argument(
-        "--provider",
-        choices=("anthropic", "openai", "plain"),
-        default="anthropic",
-        help="request shape (default: anthropic)",
-    )
+    add_provider_argument(parser, help="request shape (default: anthropic)")
     parser.add_argument(
         "--server-search",
         choices=("regex", "bm25"),
@@ -54,22 +50,12 @@ def register(subparsers: Any) -> None:
         default="delta",
         help="announce deferred tools as a persisted delta (default) or a prepended block",
     )
-    parser.add_argument(
-        "--mode",
-        type=mode_value,
-        help=f"ENABLE_TOOL_SEARCH value: {', '.join(MODE_VALUES)} (default: config/environment)",
-    )
+    add_mode_arguments(parser, tokenizer_help="tokenizer.json for exact counts in auto mode")
     parser.add_argument("--model", help="model name (checked against unsupported models)")
-    parser.add_argument("--context-window", type=int, help="context window for auto mode")
-    parser.add_argument("--tokenizer", help="tokenizer.json for exact counts in auto mode")
     parser.add_argument(
         "--pending", action="append", default=[], metavar="SERVER", help="a server still connecting"
     )
-    parser.add_argument(
-        "--defer-all",
-        action="store_true",
-        help="treat every catalogue tool as deferred unless it is marked always_load",
-    )
+    add_defer_all_argument(parser)
     parser.add_argument(
         "--messages", action="store_true", help="also print the request's rendered messages"
     )

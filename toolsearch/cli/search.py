@@ -10,7 +10,12 @@ from rich.table import Table
 
 from toolsearch.catalog import load_catalog
 from toolsearch.cli._output import console, print_json, shorten
-from toolsearch.cli._scope import add_scope_arguments, catalogue_as_deferred, scoped_tools
+from toolsearch.cli._scope import (
+    add_backend_argument,
+    add_scope_arguments,
+    catalogue_as_deferred,
+    scoped_tools,
+)
 from toolsearch.engine import DEFAULT_MAX_RESULTS, ToolSearch
 
 __all__ = ["register"]
@@ -25,7 +30,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("query", help='the query, e.g. "slack send message" or "select:a,b"')
     parser.add_argument("--catalog", required=True, help="JSONL/JSON catalogue or dataset folder")
-    parser.add_argument("--backend", help="ranking backend (default: configured or measured best)")
+    add_backend_argument(parser)
     parser.add_argument(
         "--max-results",
         type=int,

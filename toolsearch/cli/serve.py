@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from toolsearch.cli._scope import add_backend_argument, add_deny_argument
 from toolsearch.errors import ConfigError
 
 __all__ = ["register", "run"]
@@ -21,14 +22,8 @@ def register(subparsers: Any) -> None:
         "tool on its server). Point any MCP host at this command instead of the servers.",
     )
     parser.add_argument("--config", required=True, help="MCP config file (JSON)")
-    parser.add_argument("--backend", help="ranking backend (default: configured or measured best)")
-    parser.add_argument(
-        "--deny",
-        action="append",
-        default=[],
-        metavar="RULE",
-        help="deny a tool (exact name) or a server (mcp__server or mcp__server__*); repeatable",
-    )
+    add_backend_argument(parser)
+    add_deny_argument(parser)
     parser.add_argument(
         "--transport",
         choices=["stdio", "http"],
@@ -133,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
     for flag in ("startup_timeout", "call_timeout"):
         value = getattr(args, flag)
         if value is not None:
-            if value <= 0:
+            if not value > 0:  # also refuses nan
                 raise ConfigError(f"--{flag.replace('_', '-')} must be positive, got {value:g}")
             options[flag] = value
 
