@@ -144,14 +144,17 @@ class Gateway:
             "pending_mcp_servers": list(found.pending_servers),
             "failed_mcp_servers": dict(found.failed_servers),
             "removed_tools": dict(removed),
+            "not_found": list(found.result.not_found),
         }
         if tools:
             payload: dict[str, Any] = {"tools": tools}
+            if found.result.not_found:
+                payload["not_found"] = list(found.result.not_found)
             if removed:
                 payload["removed_tools"] = dict(removed)
             text = json.dumps(payload, ensure_ascii=False, indent=1)
         else:
-            text = found.text()
+            text = "\n".join(filter(None, (found.text(), found.result.not_found_text())))
             if removed:
                 text += "\nRemoved since the last search: " + "; ".join(removed.values())
         return ToolCallResult(({"type": "text", "text": text},), False, record)
