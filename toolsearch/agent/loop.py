@@ -228,8 +228,9 @@ class AgentLoop:
             block = tool_result_block(call.id, f"{TOOL_SEARCH_NAME} error: {exc}", is_error=True)
             return CallRecord(call, "search", block)
         # select: names that matched no tool are named, after the matches or the no-match text
+        content: str | list[Block]
         if result.matches:
-            content: str | list[Block] = [reference_block(name) for name in result.names]
+            content = [reference_block(name) for name in result.names]
             if result.not_found:
                 content.append(text_block(result.not_found_text()))
         else:
