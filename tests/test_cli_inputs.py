@@ -105,3 +105,19 @@ def test_readme_library_example_runs_from_any_directory(
     monkeypatch.setenv("TOOLSEARCH_BACKEND", "keyword")
     exec(compile(code, "README.md", "exec"), {})
     assert "mcp__slack__send_message 42.0 ranked" in capsys.readouterr().out
+
+
+def test_request_output_is_strict_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    history = tmp_path / "history.json"
+    call = {"type": "tool_use", "id": "c1", "name": "Read", "input": {"limit": float("inf")}}
+    messages = [{"role": "user", "content": "go"}, {"role": "assistant", "content": [call]}]
+    history.write_text(json.dumps(messages), encoding="utf-8")  # writes Infinity
+    argv = ["request", "--catalog", STARTER, "--history", str(history), "--messages"]
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "messages[1].content[0].input.limit is inf" in captured.err
+    assert "cannot print strict JSON" in captured.err
+    history.write_text(json.dumps(messages[:1]), encoding="utf-8")
+    assert main(argv) == 0
+    json.loads(capsys.readouterr().out, parse_constant=lambda name: pytest.fail(name))
