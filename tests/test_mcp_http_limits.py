@@ -36,12 +36,14 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.fixture(params=["--http", "--json-response"], ids=["sse", "json"])
-def hostile_url(request: pytest.FixtureRequest) -> Iterator[str]:
-    """``hostile`` serving streamable HTTP on 127.0.0.1; yields its URL."""
+@pytest.fixture(params=["sse", "json"])
+def hostile(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
+    """``hostile`` serving streamable HTTP on 127.0.0.1; yields its URL and the client mode
+    that makes it answer with SSE streams (legacy sessions) or with JSON bodies."""
     script = str(Path(support.HERE) / "hostile.py")
+    flag, mode = ("--http", "legacy") if request.param == "sse" else ("--json-response", "auto")
     process = subprocess.Popen(
-        [sys.executable, script, request.param],
+        [sys.executable, script, flag],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -50,7 +52,7 @@ def hostile_url(request: pytest.FixtureRequest) -> Iterator[str]:
         assert process.stdout is not None
         url = process.stdout.readline().strip()
         assert url.startswith("http://127.0.0.1:"), url
-        yield url
+        yield url, mode
     finally:
         process.terminate()
         try:
@@ -62,13 +64,14 @@ def hostile_url(request: pytest.FixtureRequest) -> Iterator[str]:
             process.stdout.close()
 
 
-def _hub(url: str, **options: Any) -> McpHub:
+def _hub(hostile: tuple[str, str], **options: Any) -> McpHub:
+    url, mode = hostile
     config = parse_mcp_config(support.config(big={"url": url}))
-    return McpHub(config, backend="keyword", startup_timeout=30, **options)
+    return McpHub(config, backend="keyword", startup_timeout=30, mode=mode, **options)
 
 
-async def test_an_oversized_http_result_is_a_tool_error(hostile_url: str) -> None:
-    async with _hub(hostile_url, max_message_bytes=MIB) as hub:
+async def test_an_oversized_http_result_is_a_tool_error(hostile: tuple[str, str]) -> None:
+    async with _hub(hostile, max_message_bytes=MIB) as hub:
         with anyio.fail_after(30):
             assert await hub.wait_ready()
         assert hub.servers["big"].status == "connected", hub.servers["big"].error
@@ -82,9 +85,9 @@ async def test_an_oversized_http_result_is_a_tool_error(hostile_url: str) -> Non
         assert hub.servers["big"].status == "connected"
 
 
-async def test_results_under_the_cap_pass_whole(hostile_url: str) -> None:
-    # 2 MiB: well under the hub's 16 MiB default cap
-    async with _hub(hostile_url) as hub:
+async def test_results_under_the_cap_pass_whole(hostile: tuple[str, str]) -> None:
+    # 2 MiB: over the SDK's own 1 MiB SSE event default, under the hub's 16 MiB cap
+    async with _hub(hostile) as hub:
         with anyio.fail_after(30):
             assert await hub.wait_ready()
             result = await hub.call_tool("mcp__big__huge", {"megabytes": 2})
