@@ -404,8 +404,11 @@ class _ServerLog:
             self.log(f"MCP server {server!r} connected: {count} tools")
         elif change.reason in ("failed", "disconnected"):
             self.log(f"MCP server {server!r} {change.reason}: {change.detail}")
-        if not self.settled and not hub.pending_servers:
+        if self.settled:
+            return
+        # by status, not hub.pending_servers: a large server still being indexed has settled
+        states = [state.status for state in hub.servers.values()]
+        if "connecting" not in states:
             self.settled = True
-            states = [state.status for state in hub.servers.values()]
             counts = ", ".join(f"{states.count(s)} {s}" for s in dict.fromkeys(states))
             self.log(f"every MCP server has settled: {counts}")
