@@ -100,3 +100,15 @@ def test_updates_never_rebuild_the_index(monkeypatch: pytest.MonkeyPatch) -> Non
     live.upsert([replace(tools[0], description="edited")])
     live.remove([tools[1].name])
     assert len(live.tools) == 199
+
+
+def test_parts_no_tool_has_any_more_are_dropped_and_answers_stay_exact() -> None:
+    tools = [Tool(f"mcp__s__tool_{i}x", f"tool number {i}", should_defer=True) for i in range(3000)]
+    live = _fresh(tools)
+    live.remove([t.name for t in tools[500:]])  # most parts now belong to no tool
+    live.upsert([replace(tools[2999], description="back again")])
+    kept = {t.name: t for t in [*tools[:500], replace(tools[2999], description="back again")]}
+    fresh = _fresh(list(kept.values()))
+    assert len(live._terms._vocabulary) < 1600  # the vocabulary was rebuilt from live parts
+    for query in ["1", "29x", "99", "2999x", "tool 12", "+x 4", "back"]:
+        assert live.search(parse_query(query), 600) == fresh.search(parse_query(query), 600)
