@@ -16,20 +16,23 @@ Tools failing the ``+required`` filter are dropped; scores above zero are kept, 
 ties in pool order. Like the other lexical backends, a query is cut to its first 1,024 terms
 (``MAX_QUERY_TOKENS``): a query is a request, and a megabyte of terms must not stall every other
 search. The index precomputes name parts and lower-cased texts once, so a query is a
-handful of dictionary look-ups rather than a regex per tool per term.
+handful of dictionary look-ups rather than a regex per tool per term; ``upsert`` and ``remove``
+change only the tools they name and give exactly the results of a rebuild
+(docs/security.md, "Updates").
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
-from typing import ClassVar
+import itertools
+from collections.abc import Iterable, Sequence
+from typing import Any, ClassVar
 
 from toolsearch.backend import BaseBackend, Hit
 from toolsearch.matching import TermIndex
 from toolsearch.query import ParsedQuery
 from toolsearch.tokenize import MAX_QUERY_TOKENS
-from toolsearch.tool import Tool
+from toolsearch.tool import Tool, pool_sort_key
 
 __all__ = ["KeywordBackend", "KeywordWeights"]
 
@@ -50,17 +53,56 @@ class KeywordBackend(BaseBackend):
     """Reference keyword scorer of Claude Code's ToolSearch (name parts, hint, description)."""
 
     name: ClassVar[str] = "keyword"
+    incremental: ClassVar[bool] = True
 
     def __init__(self) -> None:
         super().__init__()
-        self._ordered: list[Tool] = []
-        self._terms = TermIndex([])
+        self._terms = TermIndex()
+        self._ids: dict[str, int] = {}
         self._mcp: list[bool] = []
+        # What breaks a tie between two ids: pool_sort_key when the index is in pool order
+        # (always, once it was updated), else the position in the sequence given to index().
+        self._tie: list[Any] = []
+        self._pool_ordered = True
 
     def _build(self, tools: list[Tool]) -> None:
-        self._ordered = tools
+        keys = [pool_sort_key(tool) for tool in tools]
+        self._pool_ordered = all(a < b for a, b in itertools.pairwise(keys))
         self._terms = TermIndex(tools)
+        self._ids = {tool.name: i for i, tool in enumerate(tools)}
         self._mcp = [parsed.is_mcp for parsed in self._terms.parsed]
+        self._tie = keys if self._pool_ordered else list(range(len(tools)))
+
+    def upsert(self, tools: Sequence[Tool]) -> None:
+        """Add ``tools``, replacing same-named ones, touching only them: the result equals
+        an index of the merged tools in pool order."""
+        if not self._pool_ordered:
+            super().upsert(tools)
+            self._pool_ordered = True
+            return
+        batch = {tool.name: tool for tool in tools}
+        self._drop(batch)
+        self._tools.update(batch)
+        ids = self._terms.add(batch.values())
+        for tool_id, tool in zip(ids, batch.values(), strict=True):
+            self._ids[tool.name] = tool_id
+            if tool_id == len(self._mcp):
+                self._mcp.append(False)
+                self._tie.append(None)
+            self._mcp[tool_id] = self._terms.parsed[tool_id].is_mcp
+            self._tie[tool_id] = pool_sort_key(tool)
+
+    def remove(self, names: Iterable[str]) -> None:
+        """Drop the named tools (unknown names are ignored), touching only them."""
+        self._drop(names)
+
+    def _drop(self, names: Iterable[str]) -> None:
+        gone = [self._ids.pop(name) for name in names if name in self._ids]
+        for tool_id in gone:
+            tool = self._terms.tools[tool_id]
+            if tool is not None:
+                del self._tools[tool.name]
+        self._terms.discard(gone)
 
     def search(self, query: ParsedQuery, k: int) -> list[Hit]:
         terms = self._terms
@@ -96,8 +138,14 @@ class KeywordBackend(BaseBackend):
             for i, score in scores.items()
             if score > 0 and (candidates is None or i in candidates)
         ]
-        best = heapq.nsmallest(k, ranked, key=lambda pair: (-pair[0], pair[1]))
-        return [Hit(self._ordered[i].name, float(score)) for score, i in best]
+        tie = self._tie
+        best = heapq.nsmallest(k, ranked, key=lambda pair: (-pair[0], tie[pair[1]]))
+        return [Hit(self._name(i), float(score)) for score, i in best]
+
+    def _name(self, tool_id: int) -> str:
+        tool = self._terms.tools[tool_id]
+        assert tool is not None
+        return tool.name
 
     def params(self) -> dict[str, object]:
         return {"weights": "12/10, 6/5, 3, 4, 2"}

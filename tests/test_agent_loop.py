@@ -76,6 +76,24 @@ def test_search_then_call_then_stop() -> None:
     assert result.messages[-1] == assistant_message("sent")
 
 
+def test_select_names_not_found_are_told_to_the_model() -> None:
+    loop = loop_for(
+        [
+            call("s", "ToolSearch", query="select:mcp__slack__send_message,NoSuch"),
+            call("n", "ToolSearch", query="select:NoSuch,Other"),
+            assistant_message("done"),
+        ]
+    )
+    result = loop.run("go")
+    some, none = result.turns[0].calls[0].result, result.turns[1].calls[0].result
+    assert some["content"] == [
+        {"type": "tool_reference", "tool_name": "mcp__slack__send_message"},
+        {"type": "text", "text": "Not found: NoSuch"},
+    ]
+    assert none["content"] == "No matching deferred tools found\nNot found: NoSuch, Other"
+    assert "mcp__slack__send_message" in result.discovered
+
+
 def test_turn_limit() -> None:
     loop = loop_for([call(f"r{i}", "Read", n=i) for i in range(10)], max_turns=3)
     result = loop.run("loop forever")

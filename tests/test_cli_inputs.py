@@ -165,3 +165,19 @@ def test_serve_refuses_a_timeout_that_is_not_a_number(
     config.write_text('{"mcpServers": {}}')
     assert main(["serve", "--config", str(config), "--call-timeout", "nan"]) == 2
     assert "--call-timeout must be positive, got nan" in capsys.readouterr().err
+
+
+def test_request_output_is_strict_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    history = tmp_path / "history.json"
+    call = {"type": "tool_use", "id": "c1", "name": "Read", "input": {"limit": float("inf")}}
+    messages = [{"role": "user", "content": "go"}, {"role": "assistant", "content": [call]}]
+    history.write_text(json.dumps(messages), encoding="utf-8")  # writes Infinity
+    argv = ["request", "--catalog", STARTER, "--history", str(history), "--messages"]
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "messages[1].content[0].input.limit is inf" in captured.err
+    assert "cannot print strict JSON" in captured.err
+    history.write_text(json.dumps(messages[:1]), encoding="utf-8")
+    assert main(argv) == 0
+    json.loads(capsys.readouterr().out, parse_constant=lambda name: pytest.fail(name))

@@ -171,8 +171,8 @@ def test_incremental_matches_rebuild() -> None:
 def test_incremental_only_when_every_member_is() -> None:
     assert HybridBackend.incremental is True
     assert _hybrid(members=["embedding"]).incremental is True
-    assert KeywordBackend.incremental is False
-    assert _hybrid(members=["keyword", "embedding"]).incremental is False
+    assert KeywordBackend.incremental is True
+    assert _hybrid(members=["keyword", "embedding"]).incremental is True
 
 
 def test_params_report_members_weights_and_k() -> None:

@@ -230,6 +230,21 @@ LOCAL = [
 
 
 @pytest.mark.anyio
+async def test_select_names_not_found_are_named() -> None:
+    async with McpHub([], tools=LOCAL, backend="keyword", deny=["LocalBeta"]) as hub:
+        gateway = Gateway(hub)
+        some = await gateway.handle(SEARCH_TOOL_NAME, {"query": "select:LocalAlpha,NoSuch"})
+        assert [t["name"] for t in json.loads(some.text)["tools"]] == ["LocalAlpha"]
+        assert json.loads(some.text)["not_found"] == ["NoSuch"]
+        assert some.structured_content["not_found"] == ["NoSuch"]
+        # a denied tool is as absent as a missing one
+        none = await gateway.handle(SEARCH_TOOL_NAME, {"query": "select:NoSuch,LocalBeta"})
+        assert none.text == "No matching deferred tools found\nNot found: NoSuch, LocalBeta"
+        found = await gateway.handle(SEARCH_TOOL_NAME, {"query": "select:LocalAlpha"})
+        assert "not_found" not in json.loads(found.text)
+
+
+@pytest.mark.anyio
 async def test_gateway_arguments_are_checked() -> None:
     async with McpHub([], tools=LOCAL, backend="keyword", deny=["LocalBeta"]) as hub:
         gateway = Gateway(hub)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -53,6 +53,9 @@ def whole_word_pattern(term: str) -> re.Pattern[str]:
     return re.compile(rf"\b{re.escape(term)}\b")
 
 
+_NO_NAME = ParsedName((), "", False)
+
+
 def _is_word(term: str) -> bool:
     return _WORD_RUN.fullmatch(term) is not None
 
@@ -62,43 +65,117 @@ class TermIndex:
 
     ``\\bterm\\b`` matches a text exactly when ``term`` (made of word characters only) is one of
     the text's maximal runs of word characters, so whole-word matching of ordinary terms is a
-    set look-up; terms with other characters fall back to the compiled pattern.
+    set look-up. A term with other characters can only match a text that has every word run of
+    the term among its own (the term's edges are word boundaries), so the pattern runs on those
+    texts only.
+
+    The index can change in place (:meth:`add`, :meth:`discard`): the ids of tools built from
+    the constructor's sequence are their positions, a later tool takes a free id, and an
+    update costs in proportion to the tools it touches (docs/security.md, "Updates").
     """
 
-    def __init__(self, tools: Sequence[Tool]) -> None:
-        self.size = len(tools)
+    def __init__(self, tools: Sequence[Tool] = ()) -> None:
+        self.size = 0
+        self.tools: list[Tool | None] = []
         self.parsed: list[ParsedName] = []
         self.descriptions: list[str] = []
         self.hints: list[str] = []
-        self._part_ids: dict[str, list[int]] = {}
-        self._description_words: dict[str, list[int]] = {}
-        self._hint_words: dict[str, list[int]] = {}
+        self._free: list[int] = []
+        self._part_ids: dict[str, set[int]] = {}
+        self._description_words: dict[str, set[int]] = {}
+        self._hint_words: dict[str, set[int]] = {}
         # Tools whose full name is not simply their parts joined by spaces; for every other
         # tool "full contains the term" is implied by "a part contains the term".
-        self._irregular_full: list[int] = []
-        for tool_id, tool in enumerate(tools):
-            parsed = parse_tool_name(tool.name)
-            self.parsed.append(parsed)
-            description = tool.description.lower()
-            hint = (tool.search_hint or "").lower()
-            self.descriptions.append(description)
-            self.hints.append(hint)
+        self._irregular_full: set[int] = set()
+        # Every name part ever indexed, in one newline-separated string: a substring search
+        # is then a few str.find calls in C instead of a Python loop over the vocabulary.
+        # Parts no tool has any more stay until they are the majority (then it is rebuilt).
+        self._vocabulary: list[str] = []
+        self._blob = ""
+        self._starts: list[int] = []
+        self._live_parts = 0
+        self.add(tools)
+
+    def add(self, tools: Iterable[Tool]) -> list[int]:
+        """Index ``tools``; returns their ids, in order."""
+        ids: list[int] = []
+        new_parts: list[str] = []
+        for tool in tools:
+            tool_id = self._free.pop() if self._free else len(self.tools)
+            self._store(tool_id, tool)
+            parsed = self.parsed[tool_id]
             for part in dict.fromkeys(parsed.parts):
-                self._part_ids.setdefault(part, []).append(tool_id)
-            _add_words(self._description_words, description, tool_id)
-            _add_words(self._hint_words, hint, tool_id)
+                holders = self._part_ids.get(part)
+                if holders is None:
+                    holders = self._part_ids[part] = set()
+                    new_parts.append(part)
+                if not holders:
+                    self._live_parts += 1
+                holders.add(tool_id)
+            _add_words(self._description_words, self.descriptions[tool_id], tool_id)
+            _add_words(self._hint_words, self.hints[tool_id], tool_id)
             if tuple(parsed.full.split()) != parsed.parts or any(
                 not _is_word_free_of_space(p) for p in parsed.parts
             ):
-                self._irregular_full.append(tool_id)
-        self._vocabulary = tuple(self._part_ids)
-        self._description_blob, self._description_starts = _joined(self.descriptions, "\x00")
-        self._hint_blob, self._hint_starts = _joined(self.hints, "\x00")
-        # All parts in one newline-separated string: a substring search is then a few
-        # str.find calls in C instead of a Python loop over the vocabulary.
+                self._irregular_full.add(tool_id)
+            ids.append(tool_id)
+        self.size += len(ids)
+        if new_parts:
+            self._extend_vocabulary(new_parts)
+        return ids
+
+    def discard(self, ids: Iterable[int]) -> None:
+        """Drop the tools with these ids (their ids become free)."""
+        for tool_id in ids:
+            if self.tools[tool_id] is None:
+                continue
+            for part in dict.fromkeys(self.parsed[tool_id].parts):
+                holders = self._part_ids[part]
+                holders.discard(tool_id)
+                if not holders:
+                    self._live_parts -= 1
+            _discard_words(self._description_words, self.descriptions[tool_id], tool_id)
+            _discard_words(self._hint_words, self.hints[tool_id], tool_id)
+            self._irregular_full.discard(tool_id)
+            self._store(tool_id, None)
+            self._free.append(tool_id)
+            self.size -= 1
+        if len(self._vocabulary) > 2 * self._live_parts + 1024:
+            self._compact_vocabulary()
+
+    def _store(self, tool_id: int, tool: Tool | None) -> None:
+        parsed = _NO_NAME if tool is None else parse_tool_name(tool.name)
+        description = "" if tool is None else tool.description.lower()
+        hint = "" if tool is None else (tool.search_hint or "").lower()
+        if tool_id == len(self.tools):
+            self.tools.append(tool)
+            self.parsed.append(parsed)
+            self.descriptions.append(description)
+            self.hints.append(hint)
+        else:
+            self.tools[tool_id] = tool
+            self.parsed[tool_id] = parsed
+            self.descriptions[tool_id] = description
+            self.hints[tool_id] = hint
+
+    def _extend_vocabulary(self, parts: list[str]) -> None:
+        offset = len(self._blob) + 1 if self._vocabulary else 0
+        added, starts = _joined(parts, "\n")
+        self._starts.extend(offset + start for start in starts)
+        self._blob = f"{self._blob}\n{added}" if self._vocabulary else added
+        self._vocabulary.extend(parts)
+
+    def _compact_vocabulary(self) -> None:
+        self._part_ids = {part: ids for part, ids in self._part_ids.items() if ids}
+        self._vocabulary = list(self._part_ids)
         self._blob, self._starts = _joined(self._vocabulary, "\n")
 
-    def exact_part(self, term: str) -> Sequence[int]:
+    @property
+    def ids(self) -> set[int]:
+        """Ids of every indexed tool."""
+        return {i for i, tool in enumerate(self.tools) if tool is not None}
+
+    def exact_part(self, term: str) -> Collection[int]:
         """Ids of tools with a name part equal to ``term``."""
         return self._part_ids.get(term, ())
 
@@ -106,7 +183,7 @@ class TermIndex:
         """Ids of tools with a name part containing ``term`` (equal parts included)."""
         found: set[int] = set()
         for index in _occurrences(self._blob, self._starts, term, "\n"):
-            found.update(self._part_ids[self._vocabulary[index]])
+            found.update(self._part_ids.get(self._vocabulary[index], ()))
         return found
 
     def full_contains(self, term: str, tool_id: int) -> bool:
@@ -114,36 +191,30 @@ class TermIndex:
         return term in self.parsed[tool_id].full
 
     @property
-    def irregular_full(self) -> Sequence[int]:
+    def irregular_full(self) -> Collection[int]:
         """Tools for which :meth:`full_contains` is not implied by :meth:`substring_part`."""
         return self._irregular_full
 
     def description_word(self, term: str) -> Iterable[int]:
         """Ids of tools whose lower-cased description matches ``term`` as a whole word."""
-        return self._whole_word(
-            term, self._description_words, self.descriptions,
-            self._description_blob, self._description_starts,
-        )  # fmt: skip
+        return self._whole_word(term, self._description_words, self.descriptions)
 
     def hint_word(self, term: str) -> Iterable[int]:
         """Ids of tools with a non-empty search hint matching ``term`` as a whole word."""
-        return self._whole_word(
-            term, self._hint_words, self.hints, self._hint_blob, self._hint_starts
-        )
+        return self._whole_word(term, self._hint_words, self.hints)
 
     def _whole_word(
-        self,
-        term: str,
-        words: dict[str, list[int]],
-        texts: Sequence[str],
-        blob: str,
-        starts: list[int],
+        self, term: str, words: dict[str, set[int]], texts: Sequence[str]
     ) -> Iterable[int]:
         if _is_word(term):
             return words.get(term, ())
         pattern = whole_word_pattern(term)
-        # Only texts that contain the term literally can match it as a whole word.
-        return [i for i in _occurrences(blob, starts, term, "\x00") if pattern.search(texts[i])]
+        runs = sorted((words.get(run, set()) for run in set(_WORD_RUN.findall(term))), key=len)
+        if runs:
+            candidates: Iterable[int] = runs[0].intersection(*runs[1:])
+        else:  # no word characters at all: only texts containing the term literally
+            candidates = (i for i, text in enumerate(texts) if text and term in text)
+        return [i for i in candidates if pattern.search(texts[i])]
 
     def required_filter(self, required: Sequence[str]) -> set[int]:
         """Ids of tools where every required term is in (or equals) a name part, or matches
@@ -156,7 +227,7 @@ class TermIndex:
             keep = matching if keep is None else keep & matching
             if not keep:
                 return set()
-        return keep if keep is not None else set(range(self.size))
+        return keep if keep is not None else self.ids
 
 
 def _joined(texts: Sequence[str], separator: str) -> tuple[str, list[int]]:
@@ -191,6 +262,19 @@ def _is_word_free_of_space(part: str) -> bool:
     return not any(ch.isspace() for ch in part)
 
 
-def _add_words(index: dict[str, list[int]], text: str, tool_id: int) -> None:
-    for word in dict.fromkeys(_WORD_RUN.findall(text)):
-        index.setdefault(word, []).append(tool_id)
+def _add_words(index: dict[str, set[int]], text: str, tool_id: int) -> None:
+    for word in set(_WORD_RUN.findall(text)):
+        holders = index.get(word)
+        if holders is None:
+            index[word] = {tool_id}
+        else:
+            holders.add(tool_id)
+
+
+def _discard_words(index: dict[str, set[int]], text: str, tool_id: int) -> None:
+    for word in set(_WORD_RUN.findall(text)):
+        holders = index.get(word)
+        if holders is not None:
+            holders.discard(tool_id)
+            if not holders:
+                del index[word]

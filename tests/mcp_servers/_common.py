@@ -26,9 +26,13 @@ def arguments(description: str) -> argparse.ArgumentParser:
     return parser
 
 
-def run(server: Server[Any], *, http: bool = False) -> None:
-    """Serve ``server`` until the client goes away (stdio) or the process is stopped (HTTP)."""
-    anyio.run(_serve_http if http else _serve_stdio, server)
+def run(server: Server[Any], *, http: bool = False, json_response: bool = False) -> None:
+    """Serve ``server`` until the client goes away (stdio) or the process is stopped (HTTP,
+    answering with SSE streams or, with ``json_response``, plain JSON bodies)."""
+    if http:
+        anyio.run(_serve_http, server, json_response)
+    else:
+        anyio.run(_serve_stdio, server)
 
 
 async def _serve_stdio(server: Server[Any]) -> None:
@@ -39,14 +43,14 @@ async def _serve_stdio(server: Server[Any]) -> None:
         await server.run(read, write, options)
 
 
-async def _serve_http(server: Server[Any]) -> None:
+async def _serve_http(server: Server[Any], json_response: bool = False) -> None:
     import uvicorn
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    app = server.streamable_http_app(host="127.0.0.1")
+    app = server.streamable_http_app(host="127.0.0.1", json_response=json_response)
     config = uvicorn.Config(app, log_config=None, log_level="warning", lifespan="on")
     print(f"http://127.0.0.1:{port}/mcp", flush=True)
     print(f"listening on port {port}", file=sys.stderr, flush=True)

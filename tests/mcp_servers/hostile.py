@@ -70,10 +70,13 @@ if __name__ == "__main__":
     parser.add_argument("--utf8-garbage", choices=["start", "call"])
     parser.add_argument("--tools", type=int, default=0)
     parser.add_argument("--schema-depth", type=int, default=0)
+    parser.add_argument("--http", action="store_true", help="serve streamable HTTP (SSE)")
+    parser.add_argument("--json-response", action="store_true", help="HTTP with JSON bodies")
     options = parser.parse_args()
     if options.utf8_garbage == "start":
         os.write(1, b"\xff\xfe garbage\n")
     sys.setrecursionlimit(10_000)  # the SDK must be able to send the deep schema
     from _common import run
 
-    run(build(options))
+    http = options.http or options.json_response
+    run(build(options), http=http, json_response=options.json_response)

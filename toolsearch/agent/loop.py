@@ -37,6 +37,7 @@ from toolsearch.agent.messages import (
     Message,
     ToolCall,
     reference_block,
+    text_block,
     tool_calls,
     tool_result_block,
     user_message,
@@ -226,10 +227,14 @@ class AgentLoop:
         except QueryError as exc:
             block = tool_result_block(call.id, f"{TOOL_SEARCH_NAME} error: {exc}", is_error=True)
             return CallRecord(call, "search", block)
+        # select: names that matched no tool are named, after the matches or the no-match text
+        content: str | list[Block]
         if result.matches:
-            content: str | list[Block] = [reference_block(name) for name in result.names]
+            content = [reference_block(name) for name in result.names]
+            if result.not_found:
+                content.append(text_block(result.not_found_text()))
         else:
-            content = result.text()
+            content = "\n".join(filter(None, (result.text(), result.not_found_text())))
         return CallRecord(call, "search", tool_result_block(call.id, content), result)
 
     def _triage(self, call: ToolCall, loaded: set[str], enabled: bool) -> CallRecord | Tool:

@@ -377,16 +377,7 @@ class McpServerConnection:
                 max_message_bytes=self.max_message_bytes,
             )
         else:
-            import httpx2
-            from mcp.client.streamable_http import streamable_http_client
-
-            assert config.url is not None
-            http = await stack.enter_async_context(
-                httpx2.AsyncClient(
-                    headers=dict(config.headers), timeout=httpx2.Timeout(30.0, read=300.0)
-                )
-            )
-            inner = streamable_http_client(config.url, http_client=http)
+            inner = await self._http_transport(stack)
         client = Client(
             _WatchedTransport(inner, self._eof.set),
             mode=self.mode,
@@ -395,6 +386,30 @@ class McpServerConnection:
             cache=None,
         )
         return await stack.enter_async_context(client)
+
+    async def _http_transport(
+        self, stack: contextlib.AsyncExitStack
+    ) -> contextlib.AbstractAsyncContextManager[Any]:
+        """The streamable HTTP transport, with ``max_message_bytes`` capping each SSE event
+        and each JSON response (docs/security.md, "Hostile servers")."""
+        import httpx2
+        from mcp.client.streamable_http import streamable_http_client
+
+        from toolsearch.mcp.http_limits import CappedTransport
+
+        config = self.config
+        assert config.url is not None
+        headers = {"Accept-Encoding": "identity", **config.headers}
+        http = await stack.enter_async_context(
+            httpx2.AsyncClient(
+                headers=headers,
+                timeout=httpx2.Timeout(30.0, read=300.0),
+                transport=CappedTransport(self.max_message_bytes),
+            )
+        )
+        return streamable_http_client(
+            config.url, http_client=http, max_sse_event_size=self.max_message_bytes
+        )
 
     def _is_modern(self, client: Client) -> bool:
         from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -564,9 +579,12 @@ class McpServerConnection:
         """The error result for a call the server (or the transport) answered with an error."""
         from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
-        if code == MESSAGE_TOO_LARGE:
+        from toolsearch.mcp.http_limits import too_large_detail
+
+        detail = text if code == MESSAGE_TOO_LARGE else too_large_detail(text)
+        if detail is not None:
             message = (
-                f"the result of {remote!r} from MCP server {self.name!r} is too large: {text} "
+                f"the result of {remote!r} from MCP server {self.name!r} is too large: {detail} "
                 "(raise it with --max-message-bytes or McpHub(max_message_bytes=...))"
             )
         elif code == REQUEST_TIMEOUT:

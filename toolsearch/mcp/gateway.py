@@ -144,14 +144,17 @@ class Gateway:
             "pending_mcp_servers": list(found.pending_servers),
             "failed_mcp_servers": dict(found.failed_servers),
             "removed_tools": dict(removed),
+            "not_found": list(found.result.not_found),
         }
         if tools:
             payload: dict[str, Any] = {"tools": tools}
+            if found.result.not_found:
+                payload["not_found"] = list(found.result.not_found)
             if removed:
                 payload["removed_tools"] = dict(removed)
             text = json.dumps(payload, ensure_ascii=False, indent=1)
         else:
-            text = found.text()
+            text = "\n".join(filter(None, (found.text(), found.result.not_found_text())))
             if removed:
                 text += "\nRemoved since the last search: " + "; ".join(removed.values())
         return ToolCallResult(({"type": "text", "text": text},), False, record)
@@ -401,8 +404,11 @@ class _ServerLog:
             self.log(f"MCP server {server!r} connected: {count} tools")
         elif change.reason in ("failed", "disconnected"):
             self.log(f"MCP server {server!r} {change.reason}: {change.detail}")
-        if not self.settled and not hub.pending_servers:
+        if self.settled:
+            return
+        # by status, not hub.pending_servers: a large server still being indexed has settled
+        states = [state.status for state in hub.servers.values()]
+        if "connecting" not in states:
             self.settled = True
-            states = [state.status for state in hub.servers.values()]
             counts = ", ".join(f"{states.count(s)} {s}" for s in dict.fromkeys(states))
             self.log(f"every MCP server has settled: {counts}")

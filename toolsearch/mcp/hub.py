@@ -10,7 +10,11 @@ engine over their tools current while they come and go:
 - a server that disconnects has its tools removed from the pool, and the removal is recorded
   as a :class:`ToolChange` (and named when a removed tool is called);
 - a server's ``tools/list_changed`` re-lists it and updates the index incrementally: the
-  engine re-indexes only tools whose content changed.
+  engine re-indexes only tools whose content changed;
+- a change of :data:`OFF_LOOP_TOOLS` tools or more (a large server connecting) is indexed off
+  the event loop: a new engine is built in a worker thread while searches keep using the
+  current one, then swapped in; until then the server counts as pending
+  (docs/security.md, "Updates").
 
 Deny rules (docs/reference-behaviour.md §6) are applied before the engine sees a tool, so a
 denied tool is neither found nor callable. Calls forward to the tool's server; whatever goes
@@ -23,6 +27,7 @@ thread for synchronous agent loops.
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -31,6 +36,7 @@ from typing import Any
 
 import anyio
 import anyio.abc
+import anyio.to_thread
 
 from toolsearch.backend import SearchBackend
 from toolsearch.engine import DEFAULT_MAX_RESULTS, DEFAULT_MAX_RESULTS_CAP, SearchResult, ToolSearch
@@ -51,12 +57,17 @@ from toolsearch.permissions import DenyRule, filter_denied, parse_rules, unmatch
 from toolsearch.tool import MCP_PREFIX, Tool, normalize_name_part
 
 __all__ = [
+    "OFF_LOOP_TOOLS",
     "BlockingMcpHub",
     "HubSearchResult",
     "McpHub",
     "ServerState",
     "ToolChange",
 ]
+
+
+#: A server change touching at least this many tools is indexed in a worker thread.
+OFF_LOOP_TOOLS = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,12 +254,22 @@ class McpHub:
         self._changes: list[ToolChange] = []
         self._changed = anyio.Event()
         self._stack: contextlib.AsyncExitStack | None = None
+        self._tasks: anyio.abc.TaskGroup | None = None
+        #: Servers whose changed tools wait for an off-loop build; tools changed meanwhile.
+        self._indexing: set[str] = set()
+        self._backlog = 0
+        self._engine_options: dict[str, Any] = {
+            "backend": backend,
+            "backend_options": backend_options,
+            "max_results_cap": max_results_cap,
+        }
         self.engine = ToolSearch(
-            self._visible_pool(),
-            backend=backend,
-            backend_options=backend_options,
-            max_results_cap=max_results_cap,
-            pending_servers=self._pending(),
+            self._visible_pool(), **self._engine_options, pending_servers=self._pending()
+        )
+        # A second engine needs a second backend: only one given by name can be made again,
+        # and a persistent one would share its file with the engine in use.
+        self._can_swap = (backend is None or isinstance(backend, str)) and not getattr(
+            type(self.engine.backend), "persistent", False
         )
 
     # ------------------------------------------------------------------ lifecycle
@@ -261,7 +282,7 @@ class McpHub:
         stack.callback(tasks.cancel_scope.cancel)
         for connection in self._connections.values():
             tasks.start_soon(connection.run, name=f"mcp server {connection.name}")
-        self._stack = stack
+        self._stack, self._tasks = stack, tasks
         return self
 
     async def __aexit__(
@@ -270,7 +291,7 @@ class McpHub:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        stack, self._stack = self._stack, None
+        stack, self._stack, self._tasks = self._stack, None, None
         if stack is not None:
             await stack.__aexit__(exc_type, exc, tb)
 
@@ -347,7 +368,11 @@ class McpHub:
         return any(rule.matches_name(name) for rule in self.rules)
 
     def _pending(self) -> tuple[str, ...]:
-        return tuple(n for n, c in self._connections.items() if c.status == "connecting")
+        return tuple(
+            n
+            for n, c in self._connections.items()
+            if c.status == "connecting" or n in self._indexing
+        )
 
     def defer_all_tools(self) -> None:
         """Make every MCP tool searchable, ``alwaysLoad`` ones included: for a gateway, which
@@ -412,9 +437,9 @@ class McpHub:
         }.get(reason, f"MCP server {connection.name!r} no longer lists it")
         for name in removed:
             self._removed[name] = why
-        self.engine.pending_servers = self._pending()
         if added or removed or changed:
-            self.engine.set_tools(self._visible_pool())
+            self._update_pool(connection.name, len(added) + len(removed) + len(changed))
+        self.engine.pending_servers = self._pending()
         if added or removed or changed or reason in ("connected", "failed", "disconnected"):
             change = ToolChange(
                 server=connection.name,
@@ -428,6 +453,43 @@ class McpHub:
             if self.on_change is not None:
                 self.on_change(change)
         self._wake()
+
+    def _update_pool(self, server: str, size: int) -> None:
+        """Give the engine the new pool: in place for a small change (it costs what changed),
+        else by an off-loop build, so searches never wait behind a large re-index."""
+        tasks = self._tasks
+        if self._indexing or (tasks is not None and self._can_swap and size >= OFF_LOOP_TOOLS):
+            starting = not self._indexing
+            self._indexing.add(server)
+            self._backlog += size
+            if starting and tasks is not None:
+                tasks.start_soon(self._index_off_loop, name="toolsearch index build")
+            return
+        self.engine.set_tools(self._visible_pool())
+
+    async def _index_off_loop(self) -> None:
+        """Build a new engine over the pool in a worker thread while searches use the current
+        one; changes that arrive meanwhile are applied to it in place (or, if large, built
+        again) before it is swapped in."""
+        pool = self._visible_pool()
+        try:
+            while True:
+                self._backlog = 0
+                build = functools.partial(ToolSearch, pool, **self._engine_options)
+                engine = await anyio.to_thread.run_sync(build, abandon_on_cancel=True)
+                pool = self._visible_pool()
+                if self._backlog < OFF_LOOP_TOOLS:
+                    break
+            engine.set_tools(pool)
+            self.engine = engine
+        except Exception:
+            self.engine.set_tools(self._visible_pool())  # the in-place path, errors and all
+            raise
+        finally:
+            self._indexing.clear()
+            self._backlog = 0
+            self.engine.pending_servers = self._pending()
+            self._wake()
 
     def _wake(self) -> None:
         self._changed.set()
@@ -456,10 +518,11 @@ class McpHub:
         server = _server_of(name, self._prefixes)
         if server is not None:
             connection = self._connections[server]
-            if connection.status == "connecting":
+            if connection.status == "connecting" or server in self._indexing:
+                doing = "connecting" if connection.status == "connecting" else "being indexed"
                 return (
                     f"tool {name!r} is not available yet: MCP server {server!r} is still "
-                    "connecting; try again shortly"
+                    f"{doing}; try again shortly"
                 )
             if connection.status in ("failed", "disconnected"):
                 return (
