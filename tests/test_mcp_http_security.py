@@ -57,7 +57,7 @@ async def gateway_on(host: str, **options: Any) -> AsyncIterator[str]:
             await Gateway(hub).run_http(host, 0, on_ready=on_ready, **options)
 
         tasks.start_soon(run)
-        with anyio.fail_after(10):
+        with anyio.fail_after(60):
             await ready.wait()
         yield urls[0]
         tasks.cancel_scope.cancel()
