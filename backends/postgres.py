@@ -239,6 +239,7 @@ class PostgresBackend(BaseBackend):
             with psycopg.connect(self.settings.conninfo, autocommit=True, **kwargs) as conn:
                 _create_extension(conn)
                 migrate(conn, self.schema)
+                self._catalogue(conn, create=False)  # refuses another encoder's namespace
         except psycopg.Error as exc:
             raise BackendError(
                 f"postgres: cannot prepare schema {self.schema!r} on {self.settings.shown}: "
