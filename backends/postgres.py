@@ -237,7 +237,6 @@ class PostgresBackend(BaseBackend):
         kwargs = self.settings.connect_kwargs()
         try:
             with psycopg.connect(self.settings.conninfo, autocommit=True, **kwargs) as conn:
-                _create_extension(conn)
                 migrate(conn, self.schema)
                 self._catalogue(conn, create=False)  # refuses another encoder's namespace
         except psycopg.Error as exc:
@@ -717,22 +716,6 @@ def _require_modules() -> None:
     missing = [m for m in ("psycopg", "psycopg_pool", "pgvector") if not importlib.util.find_spec(m)]
     if missing:
         raise MissingExtraError("postgres", "postgres", missing)
-
-
-def _create_extension(conn: psycopg.Connection[Any]) -> None:
-    import psycopg
-
-    if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
-        return
-    try:
-        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-    except psycopg.errors.InsufficientPrivilege:
-        raise BackendError(
-            "postgres: the pgvector extension is not installed in this database and this user "
-            "may not install it; ask an administrator to run: CREATE EXTENSION vector"
-        ) from None
-    except psycopg.errors.FeatureNotSupported as exc:
-        raise BackendError(f"postgres: pgvector is not available on this server: {exc}") from None
 
 
 def _check_rank(

@@ -9,7 +9,7 @@ Layout (schema ``toolsearch`` unless the ``schema`` option says otherwise):
                 and whether its HNSW index exists
 ``tools``       one row per tool of a namespace: ``name``, ``mcp`` (pool order), ``hash``
                 (``Tool.content_hash()``), ``text_hash`` (of the embedded text), the tool as
-                JSON, its weighted ``document`` (``tsvector``, GIN-indexed) and its
+                ``json`` (not ``jsonb``, which reorders keys and so parameters), its weighted ``document`` (``tsvector``, GIN-indexed) and its
                 ``embedding`` (pgvector ``vector``)
 
 Vectors of different namespaces may differ in size, so the HNSW index of a namespace is a
@@ -60,7 +60,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             mcp boolean NOT NULL,
             hash text NOT NULL,
             text_hash bytea NOT NULL,
-            definition jsonb NOT NULL,
+            definition json NOT NULL,
             document tsvector NOT NULL,
             embedding vector NOT NULL,
             PRIMARY KEY (namespace, name)
@@ -118,7 +118,8 @@ def migrate(conn: psycopg.Connection[tuple[object, ...]], schema: str) -> None:
 
     quoted = sql.Identifier(schema).as_string(conn)
     with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key("schema", schema),))
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key("migrations"),))
+        _create_extension(conn)
         conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
         conn.execute(
             f"CREATE TABLE IF NOT EXISTS {quoted}.meta (key text PRIMARY KEY, value text NOT NULL)"
@@ -142,3 +143,21 @@ def migrate(conn: psycopg.Connection[tuple[object, ...]], schema: str) -> None:
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                 (str(SCHEMA_VERSION),),
             )
+
+
+def _create_extension(conn: psycopg.Connection[tuple[object, ...]]) -> None:
+    """Install pgvector unless it is there (under the caller's lock: two sessions creating it
+    at once would clash)."""
+    import psycopg
+
+    if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
+        return
+    try:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    except psycopg.errors.InsufficientPrivilege:
+        raise BackendError(
+            "postgres: the pgvector extension is not installed in this database and this user "
+            "may not install it; ask an administrator to run: CREATE EXTENSION vector"
+        ) from None
+    except psycopg.errors.FeatureNotSupported as exc:
+        raise BackendError(f"postgres: pgvector is not available on this server: {exc}") from None
