@@ -78,10 +78,12 @@ logger = logging.getLogger("toolsearch.backends.postgres")
 #: Tools per write transaction.
 WRITE_CHUNK = 1000
 #: Namespaces with fewer tools are searched by an exact scan (measured: docs/postgres.md).
-DEFAULT_HNSW_MIN_ROWS = 20_000
+DEFAULT_HNSW_MIN_ROWS = 2_000
 # pgvector's HNSW index holds vectors of at most this many dimensions.
 _HNSW_MAX_DIM = 2000
 _SCORE_DECIMALS = 6
+# Nearest rows fetched beyond the depth, so that rounding ties at the cut keep pool order.
+_TIE_SLACK = 64
 _DENSE_MEMBERS = frozenset({"embedding"})
 _LEXICAL_MEMBERS = frozenset({"fts5", "bm25", "keyword"})
 _Ranked = list[tuple[str, bool, float]]  # (name, mcp, score), best first
@@ -189,7 +191,7 @@ class PostgresBackend(BaseBackend):
         connect_timeout: float = 10.0,
         connect_options: Mapping[str, Any] | None = None,
         rank_function: str = "ts_rank",
-        rank_normalization: int = 0,
+        rank_normalization: int = 1,
         rank_weights: Sequence[float] = RANK_WEIGHTS,
         hnsw_min_rows: int = DEFAULT_HNSW_MIN_ROWS,
         hnsw_m: int = 16,
@@ -598,44 +600,35 @@ class PostgresBackend(BaseBackend):
                 f"postgres: query vectors have {vector.shape[0]} dimensions, namespace "
                 f"{self.namespace!r} holds {catalogue.dim}-dimensional ones"
             )
-        if catalogue.hnsw:
-            return self._dense_hnsw(conn, vector, catalogue.dim, depth)
-        rows = conn.execute(
-            "SELECT name, mcp, score FROM ("
-            f"SELECT name, mcp, round((1 - (embedding <=> %s))::numeric, {_SCORE_DECIMALS}) "
-            f"AS score FROM {self._q}.tools WHERE namespace = %s) AS scored "
-            "WHERE score > 0 AND score <> 'NaN' ORDER BY score DESC, mcp, name LIMIT %s",
-            (vector, self.namespace, depth),
-        ).fetchall()
-        return [(name, mcp, float(score)) for name, mcp, score in rows]
-
-    def _dense_hnsw(
-        self, conn: psycopg.Connection[Any], vector: Any, dim: int, depth: int
-    ) -> _Ranked:
-        """Approximate nearest neighbours from the namespace's HNSW index; the namespace is a
-        literal so the planner can match the partial index's predicate."""
         from psycopg import sql
 
-        conn.execute(
-            sql.SQL("SET LOCAL hnsw.ef_search = {}").format(
-                sql.Literal(max(self.ef_search, depth))
+        if catalogue.hnsw:
+            # the vector cast and the namespace literal match the partial HNSW index
+            conn.execute(
+                sql.SQL("SET LOCAL hnsw.ef_search = {}").format(
+                    sql.Literal(max(self.ef_search, depth))
+                )
             )
-        )
+            distance = sql.SQL("embedding::vector({dim}) <=> %s::vector({dim})").format(
+                dim=sql.Literal(catalogue.dim)
+            )
+        else:
+            distance = sql.SQL("embedding <=> %s")  # matches no index: an exact scan
         statement = sql.SQL(
-            "SELECT name, mcp, 1 - (embedding::vector({dim}) <=> %s::vector({dim})) AS score "
-            "FROM {schema}.tools WHERE namespace = {ns} "
-            "ORDER BY embedding::vector({dim}) <=> %s::vector({dim}) LIMIT %s"
+            "SELECT name, mcp, 1 - ({distance}) AS score FROM {schema}.tools "
+            "WHERE namespace = {ns} ORDER BY {distance} LIMIT %s"
         ).format(
-            dim=sql.Literal(dim), schema=sql.Identifier(self.schema), ns=sql.Literal(self.namespace)
+            distance=distance, schema=sql.Identifier(self.schema), ns=sql.Literal(self.namespace)
         )
-        rows = conn.execute(statement, (vector, vector, depth)).fetchall()
+        rows = conn.execute(statement, (vector, vector, depth + _TIE_SLACK)).fetchall()
+        # rounded, so that equal vectors tie exactly and pool order breaks the tie
         scored = [
             (name, mcp, round(float(score), _SCORE_DECIMALS))
             for name, mcp, score in rows
             if score == score and score > 0
         ]
         scored.sort(key=lambda row: (-row[2], row[1], row[0]))
-        return scored
+        return scored[:depth]
 
     # ------------------------------------------------------------------ change feed
     def on_change(self, callback: Callable[[int], None]) -> None:
