@@ -44,26 +44,27 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from toolsearch.backend import BaseBackend, Hit
-from toolsearch.backends.embedding import EmbeddingBackend, HashingEncoder, tool_text
-from toolsearch.backends.hybrid import DEFAULT_DEPTH, DEFAULT_K, DEFAULT_MEMBERS, rrf_fuse
-from toolsearch.backends.postgres_connect import ConnectionSettings
-from toolsearch.backends.postgres_schema import (
+from toolsearch.errors import BackendError, ConfigError, MissingExtraError
+from toolsearch.query import ParsedQuery
+from toolsearch.tokenize import TOKENIZER_VERSION, SchemaCache, tool_fields
+from toolsearch.tool import Tool
+
+from .embedding import EmbeddingBackend, HashingEncoder, tool_text
+from .hybrid import DEFAULT_DEPTH, DEFAULT_K, DEFAULT_MEMBERS, rrf_fuse
+from .postgres_connect import ConnectionSettings
+from .postgres_schema import (
     check_namespace,
     check_schema_name,
     hnsw_index_name,
     lock_key,
     migrate,
 )
-from toolsearch.backends.postgres_text import (
+from .postgres_text import (
     RANK_FUNCTIONS,
     RANK_WEIGHTS,
     document_literal,
     query_literal,
 )
-from toolsearch.errors import BackendError, ConfigError, MissingExtraError
-from toolsearch.query import ParsedQuery
-from toolsearch.tokenize import TOKENIZER_VERSION, SchemaCache, tool_fields
-from toolsearch.tool import Tool, pool_sort_key
 
 if TYPE_CHECKING:
     import numpy as np
@@ -278,8 +279,9 @@ class PostgresBackend(BaseBackend):
             with self._pool.connection(timeout=_POOL_WAIT) as conn, conn.transaction():
                 return work(conn)
         except (psycopg.OperationalError, PoolTimeout) as exc:
-            logger.warning("postgres: %s lost its connection (%s); reconnecting", what,
-                           _message(exc))
+            logger.warning(
+                "postgres: %s lost its connection (%s); reconnecting", what, _message(exc)
+            )
         except psycopg.Error as exc:
             raise self._failure(what, exc) from None
         return self._direct(what, work)
@@ -322,8 +324,12 @@ class PostgresBackend(BaseBackend):
             conn.execute(
                 f"INSERT INTO {self._q}.catalogues (namespace, encoder, text_fields, "
                 "tokenizer_version) VALUES (%s, %s, %s, %s) ON CONFLICT (namespace) DO NOTHING",
-                (self.namespace, self._vectors.name, ",".join(self._vectors.fields),
-                 TOKENIZER_VERSION),
+                (
+                    self.namespace,
+                    self._vectors.name,
+                    ",".join(self._vectors.fields),
+                    TOKENIZER_VERSION,
+                ),
             )
         row = conn.execute(
             f"SELECT encoder, text_fields, dim, tokenizer_version, generation, hnsw "
@@ -388,7 +394,8 @@ class PostgresBackend(BaseBackend):
     def _lock(self, conn: psycopg.Connection[Any]) -> None:
         conn.execute("SET LOCAL statement_timeout = 0")
         conn.execute(
-            "SELECT pg_advisory_xact_lock(%s)", (lock_key("namespace", self.schema, self.namespace),)
+            "SELECT pg_advisory_xact_lock(%s)",
+            (lock_key("namespace", self.schema, self.namespace),),
         )
 
     def _apply(self, tools: Sequence[Tool], *, replace_all: bool) -> None:
@@ -430,7 +437,9 @@ class PostgresBackend(BaseBackend):
         if not changed:
             return False
         texts = {t.name: self._vectors.text(t) for t in changed}
-        fresh = [t for t in changed if stored.get(t.name, ("", b""))[1] != _text_hash(texts[t.name])]
+        fresh = [
+            t for t in changed if stored.get(t.name, ("", b""))[1] != _text_hash(texts[t.name])
+        ]
         vectors = self._encode([texts[t.name] for t in fresh], catalogue) if fresh else []
         cache: SchemaCache = {}
 
@@ -497,7 +506,7 @@ class PostgresBackend(BaseBackend):
         build = bool(
             dim and not catalogue.hnsw and rows >= self.hnsw_min_rows and dim <= _HNSW_MAX_DIM
         )
-        if build:
+        if build and dim is not None:
             self._build_hnsw(conn, int(dim))
         generation = conn.execute(
             f"UPDATE {self._q}.catalogues SET dim = COALESCE(dim, %s), hnsw = hnsw OR %s, "
@@ -624,9 +633,9 @@ class PostgresBackend(BaseBackend):
                     sql.Literal(max(self.ef_search, depth))
                 )
             )
-            distance = sql.SQL("embedding::vector({dim}) <=> %s::vector({dim})").format(
-                dim=sql.Literal(catalogue.dim)
-            )
+            distance: sql.Composable = sql.SQL(
+                "embedding::vector({dim}) <=> %s::vector({dim})"
+            ).format(dim=sql.Literal(catalogue.dim))
         else:
             distance = sql.SQL("embedding <=> %s")  # matches no index: an exact scan
         statement = sql.SQL(
@@ -673,8 +682,9 @@ class PostgresBackend(BaseBackend):
                         for note in conn.notifies(timeout=0.5):
                             self._on_notify(note.payload)
             except psycopg.Error as exc:
-                logger.warning("postgres listener lost its connection (%s); reconnecting",
-                               _message(exc))
+                logger.warning(
+                    "postgres listener lost its connection (%s); reconnecting", _message(exc)
+                )
                 self._closed.wait(0.5)
 
     def _on_notify(self, payload: str) -> None:
@@ -721,7 +731,9 @@ def _message(exc: BaseException) -> str:
 def _require_modules() -> None:
     import importlib.util
 
-    missing = [m for m in ("psycopg", "psycopg_pool", "pgvector") if not importlib.util.find_spec(m)]
+    missing = [
+        m for m in ("psycopg", "psycopg_pool", "pgvector") if not importlib.util.find_spec(m)
+    ]
     if missing:
         raise MissingExtraError("postgres", "postgres", missing)
 
@@ -734,8 +746,10 @@ def _check_rank(
             f"postgres option rank_function must be one of {', '.join(RANK_FUNCTIONS)}, "
             f"got {function!r}"
         )
-    if isinstance(normalization, bool) or not isinstance(normalization, int) or not (
-        0 <= normalization < 64
+    if (
+        isinstance(normalization, bool)
+        or not isinstance(normalization, int)
+        or not (0 <= normalization < 64)
     ):
         raise ConfigError(
             "postgres option rank_normalization must be a bit mask 0-63 (PostgreSQL's ts_rank "
@@ -743,7 +757,8 @@ def _check_rank(
         )
     if isinstance(weights, str) or not isinstance(weights, Sequence) or len(weights) != 4:
         raise ConfigError(
-            f"postgres option rank_weights must be four numbers (labels D, C, B, A), got {weights!r}"
+            "postgres option rank_weights must be four numbers (labels D, C, B, A), "
+            f"got {weights!r}"
         )
     values = []
     for value in weights:

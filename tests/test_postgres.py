@@ -20,23 +20,26 @@ from hypothesis import strategies as st
 pytest.importorskip("psycopg")
 pytest.importorskip("pgvector")
 
-import psycopg  # noqa: E402
+import psycopg
 
-from toolsearch.backends.embedding import HashingEncoder  # noqa: E402
-from toolsearch.backends.hybrid import DEFAULT_K, DEFAULT_MEMBERS, rrf_fuse  # noqa: E402
-from toolsearch.backends.postgres import PostgresBackend, fuse  # noqa: E402
-from toolsearch.backends.postgres_connect import ENV_URL, redacted  # noqa: E402
-from toolsearch.backends.postgres_schema import SCHEMA_VERSION  # noqa: E402
-from toolsearch.backends.postgres_text import document_literal, query_literal  # noqa: E402
-from toolsearch.errors import BackendError, ConfigError  # noqa: E402
-from toolsearch.query import parse_query  # noqa: E402
-from toolsearch.tokenize import tool_fields  # noqa: E402
-from toolsearch.tool import Tool, pool_order  # noqa: E402
+from toolsearch.backends.embedding import HashingEncoder
+from toolsearch.backends.hybrid import DEFAULT_K, DEFAULT_MEMBERS, rrf_fuse
+from toolsearch.backends.postgres import PostgresBackend, fuse
+from toolsearch.backends.postgres_connect import ENV_URL, redacted
+from toolsearch.backends.postgres_schema import SCHEMA_VERSION
+from toolsearch.backends.postgres_text import document_literal, query_literal
+from toolsearch.errors import BackendError, ConfigError
+from toolsearch.query import parse_query
+from toolsearch.tokenize import tool_fields
+from toolsearch.tool import Tool, pool_order
 
 TOOLS = pool_order(
     [
-        Tool("mcp__slack__send_message", "Send a message to a Slack channel.",
-             {"type": "object", "properties": {"channel": {}, "text": {}}}),
+        Tool(
+            "mcp__slack__send_message",
+            "Send a message to a Slack channel.",
+            {"type": "object", "properties": {"channel": {}, "text": {}}},
+        ),
         Tool("mcp__github__create_issue", "Create a new issue in a GitHub repository."),
         Tool("mcp__weather__forecast", "Get the weather forecast for a city."),
         Tool("WebFetch", "Fetch a web page by URL.", should_defer=True, search_hint="download"),
@@ -54,8 +57,28 @@ def _backend(url: str, **options: Any) -> PostgresBackend:
 
 _ANY_TEXT = st.text(alphabet=st.characters(codec=None, exclude_categories=("Cs",)), max_size=200)
 _OPERATORS = st.sampled_from(
-    ["'", "''", "\\", "\\'", "&", "|", "!", "<->", "<2>", ":*", "a:A", "(", ")", "!!", "'a' & 'b",
-     "'; DROP TABLE toolsearch.tools; --", "$$", "E'\\x00'", "\x00", "a\x00b"]
+    [
+        "'",
+        "''",
+        "\\",
+        "\\'",
+        "&",
+        "|",
+        "!",
+        "<->",
+        "<2>",
+        ":*",
+        "a:A",
+        "(",
+        ")",
+        "!!",
+        "'a' & 'b",
+        "'; DROP TABLE toolsearch.tools; --",
+        "$$",
+        "E'\\x00'",
+        "\x00",
+        "a\x00b",
+    ]
 )
 
 
@@ -78,8 +101,12 @@ def test_any_text_gives_a_valid_tsquery_and_document(postgres_url: str, raw: str
 
 
 def test_document_weights_fields_a_to_d() -> None:
-    tool = Tool("mcp__github__create_issue", "Open a ticket.", {"properties": {"repo": {}}},
-                search_hint="bug report")
+    tool = Tool(
+        "mcp__github__create_issue",
+        "Open a ticket.",
+        {"properties": {"repo": {}}},
+        search_hint="bug report",
+    )
     document = document_literal(tool_fields(tool))
     assert "'create':1A" in document and "'issue':2A" in document
     assert "'bug':3B" in document and "'open':5C" in document
@@ -138,9 +165,7 @@ def test_no_server_configured(monkeypatch: pytest.MonkeyPatch) -> None:
 SECRET = "hunter2-Secret-pw"
 
 
-def test_the_password_is_never_logged(
-    postgres_url: str, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_the_password_is_never_logged(postgres_url: str, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     shown: list[str] = []
     # a server that accepts the connection (the password rides along in the URL)
@@ -241,9 +266,13 @@ def test_only_changed_tools_are_encoded(postgres_url: str) -> None:
         assert (backend.encoded, backend.written) == (len(TOOLS) + 1, len(TOOLS) + 1)
         # a change outside the embedded text rewrites the row and keeps its vector
         slack = next(t for t in TOOLS if t.name == "mcp__slack__send_message")
-        retyped = replace(slack, input_schema={
-            "type": "object", "properties": {"channel": {"type": "string"}, "text": {}}
-        })
+        retyped = replace(
+            slack,
+            input_schema={
+                "type": "object",
+                "properties": {"channel": {"type": "string"}, "text": {}},
+            },
+        )
         backend.upsert([retyped])
         assert (backend.encoded, backend.written) == (len(TOOLS) + 1, len(TOOLS) + 2)
         generation = backend.generation
@@ -255,8 +284,10 @@ def test_only_changed_tools_are_encoded(postgres_url: str) -> None:
 
 
 def test_hnsw_index_above_the_threshold(postgres_url: str) -> None:
-    tools = [Tool(f"mcp__svc{i % 7}__op_{i}", f"Operation {i} on record {i * 7 % 13}.")
-             for i in range(60)]
+    tools = [
+        Tool(f"mcp__svc{i % 7}__op_{i}", f"Operation {i} on record {i * 7 % 13}.")
+        for i in range(60)
+    ]
     with _backend(postgres_url) as exact, _backend(postgres_url, hnsw_min_rows=50) as approx:
         exact.index(tools)
         approx.index(tools)
@@ -276,9 +307,10 @@ def test_changes_reach_a_subscriber_within_a_second(postgres_url: str) -> None:
     namespace = f"feed-{uuid.uuid4()}"
     seen = threading.Event()
     generations: list[int] = []
-    with _backend(postgres_url, namespace=namespace) as writer, _backend(
-        postgres_url, namespace=namespace
-    ) as reader:
+    with (
+        _backend(postgres_url, namespace=namespace) as writer,
+        _backend(postgres_url, namespace=namespace) as reader,
+    ):
         writer.index(TOOLS)
 
         def note(generation: int) -> None:

@@ -307,8 +307,9 @@ def test_conflicting_updates_end_equal_to_a_rebuild(replicas: Any, postgres_url:
         assert replica.answer()["done"] == "storm"
     live = PostgresBackend(url=postgres_url, namespace=replicas.namespace, encoder="hashing")
     final = list(live.tools.values())
-    rebuilt = PostgresBackend(url=postgres_url, namespace=f"rebuild-{uuid.uuid4()}",
-                              encoder="hashing")
+    rebuilt = PostgresBackend(
+        url=postgres_url, namespace=f"rebuild-{uuid.uuid4()}", encoder="hashing"
+    )
     rebuilt.index(final)
     columns = "name, hash, text_hash, document::text, embedding::text, mcp"
     with psycopg.connect(postgres_url, autocommit=True) as conn:
