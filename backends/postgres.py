@@ -82,6 +82,7 @@ WRITE_CHUNK = 1000
 DEFAULT_HNSW_MIN_ROWS = 2_000
 # pgvector's HNSW index holds vectors of at most this many dimensions.
 _HNSW_MAX_DIM = 2000
+_HNSW_MAX_EF = 1000
 _SCORE_DECIMALS = 6
 # Nearest rows fetched beyond the depth, so that rounding ties at the cut keep pool order.
 _TIE_SLACK = 64
@@ -199,7 +200,7 @@ class PostgresBackend(BaseBackend):
         hnsw_min_rows: int = DEFAULT_HNSW_MIN_ROWS,
         hnsw_m: int = 16,
         hnsw_ef_construction: int = 64,
-        ef_search: int = 100,
+        ef_search: int = 120,
         **encoder_options: Any,
     ) -> None:
         super().__init__()
@@ -626,25 +627,36 @@ class PostgresBackend(BaseBackend):
             )
         from psycopg import sql
 
+        limit = depth + _TIE_SLACK
         if catalogue.hnsw:
-            # the vector cast and the namespace literal match the partial HNSW index
+            # The vector cast and the namespace literal match the partial HNSW index, whose
+            # candidates (ef_search, at most 1000) must cover the LIMIT. The planner prices a
+            # sequential scan far below its cost (it does not see the distance computations)
+            # and picks it once ef_search passes about 100: sequential scans are switched off.
+            limit = min(limit, _HNSW_MAX_EF)
             conn.execute(
                 sql.SQL("SET LOCAL hnsw.ef_search = {}").format(
-                    sql.Literal(max(self.ef_search, depth))
+                    sql.Literal(max(self.ef_search, limit))
                 )
             )
+            conn.execute("SET LOCAL enable_seqscan = off")
             distance: sql.Composable = sql.SQL(
                 "embedding::vector({dim}) <=> %s::vector({dim})"
             ).format(dim=sql.Literal(catalogue.dim))
         else:
             distance = sql.SQL("embedding <=> %s")  # matches no index: an exact scan
+        # Everything but the vector is a literal: a prepared statement's generic plan, not
+        # knowing the LIMIT, would pick a full scan over the HNSW index.
         statement = sql.SQL(
             "SELECT name, mcp, 1 - ({distance}) AS score FROM {schema}.tools "
-            "WHERE namespace = {ns} ORDER BY {distance} LIMIT %s"
+            "WHERE namespace = {ns} ORDER BY {distance} LIMIT {limit}"
         ).format(
-            distance=distance, schema=sql.Identifier(self.schema), ns=sql.Literal(self.namespace)
+            distance=distance,
+            schema=sql.Identifier(self.schema),
+            ns=sql.Literal(self.namespace),
+            limit=sql.Literal(limit),
         )
-        rows = conn.execute(statement, (vector, vector, depth + _TIE_SLACK)).fetchall()
+        rows = conn.execute(statement, (vector, vector)).fetchall()
         # rounded, so that equal vectors tie exactly and pool order breaks the tie
         scored = [
             (name, mcp, round(float(score), _SCORE_DECIMALS))
