@@ -60,6 +60,7 @@ from bench_keyword import catalogue as scaled_catalogue  # noqa: E402
 from toolsearch.tool import Tool  # noqa: E402
 
 SERVER = "bench"
+CONTESTED = "mcp__contested__tool_"
 
 
 # ---------------------------------------------------------------------------- the MCP server
@@ -461,14 +462,15 @@ def conflict_storm(
             version = rng.randrange(10_000)
             writer.upsert(
                 [
-                    Tool(f"mcp__contested__tool_{i}", f"Contested tool {i}, version {version}.")
+                    Tool(f"{CONTESTED}{i}", f"Contested tool {i}, version {version}.")
                     for i in rng.sample(range(50), 15)
                 ]
             )
 
 
-def equal_to_rebuild(url: str, namespace: str, encoder: str) -> bool:
-    """Whether every stored row equals what a rebuild from the stored tools writes."""
+def equal_to_rebuild(url: str, namespace: str, encoder: str, prefix: str) -> bool:
+    """Whether the stored rows of the contested tools (names starting with ``prefix``) equal
+    what a rebuild from their stored definitions writes (the other tools were not written)."""
     import psycopg
 
     from toolsearch.backends.postgres import PostgresBackend
@@ -478,13 +480,14 @@ def equal_to_rebuild(url: str, namespace: str, encoder: str) -> bool:
         PostgresBackend(url=url, **backend_options(namespace, encoder)) as live,
         PostgresBackend(url=url, **backend_options(rebuilt_ns, encoder)) as rebuilt,
     ):
-        rebuilt.index(list(live.tools.values()))
+        rebuilt.index([t for name, t in live.tools.items() if name.startswith(prefix)])
         columns = "name, hash, text_hash, document::text, embedding::text, mcp"
         with psycopg.connect(url, autocommit=True) as conn:
             rows = [
                 conn.execute(
-                    f"SELECT {columns} FROM toolsearch.tools WHERE namespace = %s ORDER BY name",
-                    (ns,),
+                    f"SELECT {columns} FROM toolsearch.tools WHERE namespace = %s "
+                    "AND starts_with(name, %s) ORDER BY name",
+                    (ns, prefix),
                 ).fetchall()
                 for ns in (namespace, rebuilt_ns)
             ]
@@ -520,7 +523,7 @@ def run_load(setup: LoadSetup) -> dict[str, Any]:
             storm.join(60)
         result["conflict"] = summarise(calls, setup.duration, set())
         result["conflict"]["index_equals_rebuild"] = equal_to_rebuild(
-            setup.database.url, namespace, setup.encoder
+            setup.database.url, namespace, setup.encoder, CONTESTED
         )
 
         if setup.database.restart is not None:
