@@ -4,7 +4,8 @@ Each case runs once per backend of the ``toolsearch.backends`` entry-point group
 the backend names). A backend whose extra is not installed is skipped with the missing module;
 one whose module does not import is skipped with the import error. The embedding backend runs
 with the deterministic :class:`~toolsearch.backends.embedding.HashingEncoder` (fake the model,
-not the backend) and hybrid fuses bm25 with keyword.
+not the backend), hybrid fuses bm25 with keyword and postgres runs against a real server
+(the ``postgres_url`` fixture) with hashed vectors.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import copy
 import importlib.util
 import math
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from itertools import pairwise
@@ -118,7 +120,13 @@ SPECIALS = [
 ]
 
 
-def _factory(name: str) -> Callable[[], SearchBackend]:
+def _factory(name: str, request: pytest.FixtureRequest) -> Callable[[], SearchBackend]:
+    if name == "postgres":
+        # a real server (tests/conftest.py); a fresh namespace per backend, hashed vectors
+        url = request.getfixturevalue("postgres_url")
+        return lambda: load_backend(
+            "postgres", url=url, namespace=f"contract-{uuid.uuid4()}", encoder="hashing"
+        )
     if name == "embedding":
         from toolsearch.backends.embedding import HashingEncoder
 
@@ -146,7 +154,7 @@ def make(request: pytest.FixtureRequest) -> Callable[[], SearchBackend]:
                 pytest.skip(f"hybrid's members need {backend_info(member).install_command}")
     if name == "embedding" and importlib.util.find_spec("numpy") is None:
         pytest.skip("the embedding backend needs numpy")
-    return _factory(name)
+    return _factory(name, request)
 
 
 def _indexed(make: Callable[[], SearchBackend], tools: Sequence[Tool]) -> SearchBackend:

@@ -1,0 +1,810 @@
+"""Backend ``postgres``: the tool index in PostgreSQL (full text + pgvector), shared by replicas.
+
+Every gateway replica pointed at one database searches one index: nothing is held in the
+process but a connection pool, so a tool written by any replica is found by every replica from
+the moment its transaction commits. A search is two rankings in the database and one fusion:
+
+* lexical: PostgreSQL full-text search over a weighted ``tsvector`` per tool
+  (:mod:`toolsearch.backends.postgres_text`), ranked by ``ts_rank`` (or ``ts_rank_cd``) with a
+  normalisation and label weights measured on the mcp-workbench dev split (docs/postgres.md);
+* dense: pgvector cosine similarity of the vectors the ``embedding`` backend computes for the
+  same tools (its encoder and its on-disk cache), exact below ``hnsw_min_rows`` tools of a
+  namespace and through an HNSW index above;
+* fusion: :func:`toolsearch.backends.hybrid.rrf_fuse` with the default hybrid's members, weights
+  and constant (the lexical ranking stands in for the lexical member, the dense for
+  ``embedding``), so ``postgres`` ranks the way the default backend does, at scale.
+
+Writes are incremental and keyed by ``Tool.content_hash()``: ``index``, ``upsert`` and
+``remove`` compare hashes in the database and touch only the tools that changed; a changed tool
+whose embedded text is unchanged keeps its vector. Each write transaction holds the namespace's
+advisory lock while it reads the stored hashes, encodes and writes, so when replicas apply the
+same change together exactly one of them encodes and the others find nothing left to do; a
+restarted replica finds every hash current and encodes nothing. Large catalogues are written in
+chunks of :data:`WRITE_CHUNK` tools (one transaction each; removals come last).
+
+Every change bumps the namespace's ``generation`` and sends a ``NOTIFY`` on the schema's
+channel; :meth:`PostgresBackend.on_change` subscribes to it (a listener thread, started on the
+first subscription, reconnects by itself and reports a change after every reconnect, since
+notifications sent meanwhile are lost). Connections come from a ``psycopg_pool`` pool that
+checks each connection before use, so a restarted server costs a failed search at most.
+
+Options and the table layout are in docs/postgres.md and :mod:`.postgres_schema`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from toolsearch.backend import BaseBackend, Hit
+from toolsearch.errors import BackendError, ConfigError, MissingExtraError
+from toolsearch.query import ParsedQuery
+from toolsearch.tokenize import TOKENIZER_VERSION, SchemaCache, tool_fields
+from toolsearch.tool import Tool
+
+from .embedding import EmbeddingBackend, HashingEncoder, tool_text
+from .hybrid import DEFAULT_DEPTH, DEFAULT_K, DEFAULT_MEMBERS, rrf_fuse
+from .postgres_connect import ConnectionSettings
+from .postgres_schema import (
+    check_namespace,
+    check_schema_name,
+    hnsw_index_name,
+    lock_key,
+    migrate,
+)
+from .postgres_text import (
+    RANK_FUNCTIONS,
+    RANK_WEIGHTS,
+    document_literal,
+    query_literal,
+)
+
+if TYPE_CHECKING:
+    import numpy as np
+    import psycopg
+    from numpy.typing import NDArray
+    from psycopg_pool import ConnectionPool
+
+__all__ = ["WRITE_CHUNK", "PostgresBackend", "fuse"]
+
+logger = logging.getLogger("toolsearch.backends.postgres")
+
+#: Tools per write transaction.
+WRITE_CHUNK = 1000
+#: Namespaces with fewer tools are searched by an exact scan (measured: docs/postgres.md).
+DEFAULT_HNSW_MIN_ROWS = 2_000
+# pgvector's HNSW index holds vectors of at most this many dimensions.
+_HNSW_MAX_DIM = 2000
+_HNSW_MAX_EF = 1000
+_SCORE_DECIMALS = 6
+# Nearest rows fetched beyond the depth, so that rounding ties at the cut keep pool order.
+_TIE_SLACK = 64
+# Seconds to wait for a pooled connection before connecting directly (see _retrying).
+_POOL_WAIT = 1.0
+_DENSE_MEMBERS = frozenset({"embedding"})
+_LEXICAL_MEMBERS = frozenset({"fts5", "bm25", "keyword"})
+_Ranked = list[tuple[str, bool, float]]  # (name, mcp, score), best first
+
+
+def _member_rankings(lexical: Sequence[str], dense: Sequence[str]) -> dict[str, Sequence[str]]:
+    """The default hybrid's members, each given the ranking that plays its part here."""
+    rankings: dict[str, Sequence[str]] = {}
+    for member in DEFAULT_MEMBERS:
+        if member in _DENSE_MEMBERS:
+            rankings[member] = dense
+        elif member in _LEXICAL_MEMBERS:
+            rankings[member] = lexical
+        else:
+            raise BackendError(
+                f"postgres fuses like the default hybrid, whose member {member!r} is neither "
+                f"lexical ({sorted(_LEXICAL_MEMBERS)}) nor dense ({sorted(_DENSE_MEMBERS)})"
+            )
+    return rankings
+
+
+def fuse(lexical: Sequence[str], dense: Sequence[str]) -> dict[str, float]:
+    """Fused scores of two rankings (names best first), exactly as the default hybrid fuses."""
+    return rrf_fuse(_member_rankings(lexical, dense), DEFAULT_MEMBERS, DEFAULT_K)
+
+
+@dataclass(frozen=True)
+class _Catalogue:
+    """A namespace's row of ``catalogues``."""
+
+    encoder: str
+    text_fields: str
+    dim: int | None
+    tokenizer_version: int
+    generation: int
+    hnsw: bool
+
+
+def _text_hash(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+
+
+def _chunks(items: Sequence[Tool], size: int) -> Iterator[Sequence[Tool]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+class _Vectors:
+    """Vectors exactly as the ``embedding`` backend computes them (its encoder, text, cache and
+    query-vector cache), through one ``EmbeddingBackend`` used only for encoding."""
+
+    def __init__(self, options: Mapping[str, Any]) -> None:
+        self._embedding = EmbeddingBackend(**options)
+        self.fields = tuple(self._embedding.fields)
+        self.name = self._embedding.encoder.name
+
+    def text(self, tool: Tool) -> str:
+        return tool_text(tool, self.fields)
+
+    def tools(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        return self._embedding._encode_texts(texts)
+
+    def query(self, text: str) -> NDArray[np.float32]:
+        return self._embedding._query_vector(text)
+
+    def describe(self) -> dict[str, object]:
+        return self._embedding.params()
+
+
+class PostgresBackend(BaseBackend):
+    """Full text + pgvector in PostgreSQL, fused like the default hybrid; shared by replicas.
+
+    Connection: ``url`` (else ``$TOOLSEARCH_POSTGRES_URL``), ``min_pool``/``max_pool``,
+    ``statement_timeout`` and ``connect_timeout`` (seconds), ``connect_options`` (libpq
+    keywords, e.g. TLS files). Storage: ``schema`` (default ``toolsearch``), ``namespace`` (one
+    catalogue; default ``default``). Lexical ranking: ``rank_function``, ``rank_normalization``,
+    ``rank_weights``. Dense ranking: ``hnsw_min_rows``, ``hnsw_m``, ``hnsw_ef_construction``,
+    ``ef_search``; the encoder options of the ``embedding`` backend (``model``, ``encoder`` —
+    an :class:`~toolsearch.backends.embedding.Encoder` or ``"hashing"`` —, ``fields``,
+    ``cache_dir``, ``batch_size``, ``device``, ``threads``, ``progress``). Details:
+    docs/postgres.md.
+    """
+
+    name: ClassVar[str] = "postgres"
+    incremental: ClassVar[bool] = True
+    persistent: ClassVar[bool] = True
+    extra: ClassVar[str | None] = "postgres,embedding"
+    requires: ClassVar[tuple[str, ...]] = (
+        "psycopg",
+        "psycopg_pool",
+        "pgvector",
+        "numpy",
+        "sentence_transformers",
+    )
+
+    def __init__(
+        self,
+        *,
+        url: str | None = None,
+        namespace: str = "default",
+        schema: str = "toolsearch",
+        min_pool: int = 1,
+        max_pool: int = 4,
+        statement_timeout: float = 30.0,
+        connect_timeout: float = 10.0,
+        connect_options: Mapping[str, Any] | None = None,
+        rank_function: str = "ts_rank",
+        rank_normalization: int = 1,
+        rank_weights: Sequence[float] = RANK_WEIGHTS,
+        hnsw_min_rows: int = DEFAULT_HNSW_MIN_ROWS,
+        hnsw_m: int = 16,
+        hnsw_ef_construction: int = 64,
+        ef_search: int = 120,
+        **encoder_options: Any,
+    ) -> None:
+        super().__init__()
+        _require_modules()
+        self.settings = ConnectionSettings.from_options(
+            url,
+            min_pool=min_pool,
+            max_pool=max_pool,
+            statement_timeout=statement_timeout,
+            connect_timeout=connect_timeout,
+            connect_options=connect_options,
+        )
+        self.namespace = check_namespace(namespace)
+        self.schema = check_schema_name(schema)
+        self.rank_function, self.rank_normalization, self.rank_weights = _check_rank(
+            rank_function, rank_normalization, rank_weights
+        )
+        self.hnsw_min_rows = _count_option("hnsw_min_rows", hnsw_min_rows, minimum=1)
+        self.hnsw_m = _count_option("hnsw_m", hnsw_m, minimum=2)
+        self.hnsw_ef_construction = _count_option("hnsw_ef_construction", hnsw_ef_construction, 4)
+        self.ef_search = _count_option("ef_search", ef_search, minimum=1)
+        _member_rankings((), ())  # the default hybrid's members must map onto the two rankings
+        self._vectors = _Vectors(_encoder_options(encoder_options))
+        self.channel = f"toolsearch_{self.schema}"
+        #: Texts this instance sent to the encoder, and tools it wrote (for tests and reports).
+        self.encoded = 0
+        self.written = 0
+        self._listeners: list[Callable[[int], None]] = []
+        self._listener: threading.Thread | None = None
+        self._closed = threading.Event()
+        self._pool = self._open()
+        self._finalizer = weakref.finalize(self, _close_pool, self._pool, self._closed)
+
+    # ------------------------------------------------------------------ connections
+    def _open(self) -> ConnectionPool:
+        import psycopg
+        from pgvector.psycopg import register_vector
+        from psycopg_pool import ConnectionPool
+
+        kwargs = self.settings.connect_kwargs()
+        try:
+            with psycopg.connect(self.settings.conninfo, autocommit=True, **kwargs) as conn:
+                migrate(conn, self.schema)
+                self._catalogue(conn, create=False)  # refuses another encoder's namespace
+        except psycopg.Error as exc:
+            raise BackendError(
+                f"postgres: cannot prepare schema {self.schema!r} on {self.settings.shown}: "
+                f"{_message(exc)}"
+            ) from None
+        pool = ConnectionPool(
+            self.settings.conninfo,
+            kwargs=kwargs,
+            min_size=self.settings.min_pool,
+            max_size=self.settings.max_pool,
+            open=True,
+            configure=register_vector,
+            check=ConnectionPool.check_connection,
+            timeout=self.settings.connect_timeout,
+            num_workers=1,
+            name=f"toolsearch-{self.schema}",
+        )
+        logger.info("postgres backend on %s, schema %s", self.settings.shown, self.schema)
+        return pool
+
+    def _retrying(self, what: str, work: Callable[[psycopg.Connection[Any]], Any]) -> Any:
+        """``work`` in one transaction on a pooled connection. When the server went away (a
+        restart or a fail-over breaks every pooled connection at once, and the pool then
+        reconnects with growing pauses), ``work`` runs on a direct connection instead, tried
+        every 0.2 s for up to ``connect_timeout`` seconds, so service resumes as soon as the
+        server accepts connections. Writes are keyed by content hash, so running one twice
+        changes nothing. Database errors become :class:`BackendError` naming the server
+        without its password."""
+        import psycopg
+        from psycopg_pool import PoolTimeout
+
+        try:
+            with self._pool.connection(timeout=_POOL_WAIT) as conn, conn.transaction():
+                return work(conn)
+        except (psycopg.OperationalError, PoolTimeout) as exc:
+            logger.warning(
+                "postgres: %s lost its connection (%s); reconnecting", what, _message(exc)
+            )
+        except psycopg.Error as exc:
+            raise self._failure(what, exc) from None
+        return self._direct(what, work)
+
+    def _direct(self, what: str, work: Callable[[psycopg.Connection[Any]], Any]) -> Any:
+        import psycopg
+        from pgvector.psycopg import register_vector
+
+        deadline = time.monotonic() + self.settings.connect_timeout
+        kwargs = self.settings.connect_kwargs()
+        while True:
+            try:
+                with psycopg.connect(self.settings.conninfo, **kwargs) as conn:
+                    register_vector(conn)
+                    with conn.transaction():
+                        return work(conn)
+            except psycopg.OperationalError as exc:
+                if time.monotonic() >= deadline:
+                    raise self._failure(what, exc) from None
+                time.sleep(0.2)
+            except psycopg.Error as exc:
+                raise self._failure(what, exc) from None
+
+    def _failure(self, what: str, exc: BaseException) -> BackendError:
+        return BackendError(f"postgres: {what} failed on {self.settings.shown}: {_message(exc)}")
+
+    def close(self) -> None:
+        """Close the pool and stop the listener (the database keeps the index)."""
+        self._finalizer()
+
+    def __enter__(self) -> PostgresBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ catalogue row
+    def _catalogue(self, conn: psycopg.Connection[Any], *, create: bool) -> _Catalogue | None:
+        if create:
+            conn.execute(
+                f"INSERT INTO {self._q}.catalogues (namespace, encoder, text_fields, "
+                "tokenizer_version) VALUES (%s, %s, %s, %s) ON CONFLICT (namespace) DO NOTHING",
+                (
+                    self.namespace,
+                    self._vectors.name,
+                    ",".join(self._vectors.fields),
+                    TOKENIZER_VERSION,
+                ),
+            )
+        row = conn.execute(
+            f"SELECT encoder, text_fields, dim, tokenizer_version, generation, hnsw "
+            f"FROM {self._q}.catalogues WHERE namespace = %s",
+            (self.namespace,),
+        ).fetchone()
+        if row is None:
+            return None
+        found = _Catalogue(*row)
+        if found.encoder != self._vectors.name or found.text_fields != ",".join(
+            self._vectors.fields
+        ):
+            raise BackendError(
+                f"postgres: namespace {self.namespace!r} holds vectors of encoder "
+                f"{found.encoder!r} over fields {found.text_fields!r}; this backend encodes with "
+                f"{self._vectors.name!r} over {','.join(self._vectors.fields)!r}. Use the same "
+                "model and fields, another namespace, or drop this one (PostgresBackend.drop())"
+            )
+        return found
+
+    @property
+    def _q(self) -> str:
+        return '"' + self.schema + '"'
+
+    # ------------------------------------------------------------------ writing
+    def index(self, tools: Sequence[Tool]) -> None:
+        """Make the namespace hold exactly ``tools``; unchanged tools are not touched."""
+        self._apply(tools, replace_all=True)
+
+    def upsert(self, tools: Sequence[Tool]) -> None:
+        """Add ``tools`` or replace stored tools of the same name whose content changed."""
+        if tools:
+            self._apply(tools, replace_all=False)
+
+    def remove(self, names: Iterable[str]) -> None:
+        """Drop the named tools; unknown names are ignored."""
+        drop = sorted(set(names))
+        if drop:
+
+            def work(conn: psycopg.Connection[Any]) -> None:
+                self._lock(conn)
+                if self._catalogue(conn, create=False) is not None and self._delete(
+                    conn, drop, keep=False
+                ):
+                    self._after_change(conn)
+
+            self._retrying("remove", work)
+
+    def drop(self) -> None:
+        """Delete this namespace: its tools, its catalogue row and its HNSW index."""
+
+        def work(conn: psycopg.Connection[Any]) -> None:
+            self._lock(conn)
+            conn.execute(f"DROP INDEX IF EXISTS {self._q}.{hnsw_index_name(self.namespace)}")
+            conn.execute(
+                f"DELETE FROM {self._q}.catalogues WHERE namespace = %s", (self.namespace,)
+            )
+            self._notify(conn, -1)
+
+        self._retrying("drop", work)
+
+    def _lock(self, conn: psycopg.Connection[Any]) -> None:
+        conn.execute("SET LOCAL statement_timeout = 0")
+        conn.execute(
+            "SELECT pg_advisory_xact_lock(%s)",
+            (lock_key("namespace", self.schema, self.namespace),),
+        )
+
+    def _apply(self, tools: Sequence[Tool], *, replace_all: bool) -> None:
+        unique = sorted({tool.name: tool for tool in tools}.values(), key=lambda t: t.name)
+        chunks = list(_chunks(unique, WRITE_CHUNK)) or [[]]
+        for number, chunk in enumerate(chunks, start=1):
+            last = number == len(chunks)
+
+            def work(
+                conn: psycopg.Connection[Any], chunk: Sequence[Tool] = chunk, last: bool = last
+            ) -> None:
+                self._lock(conn)
+                catalogue = self._catalogue(conn, create=True)
+                assert catalogue is not None
+                changed = self._write(conn, chunk, catalogue)
+                if last and replace_all:
+                    changed = self._delete(conn, [t.name for t in unique], keep=True) or changed
+                if changed:
+                    self._after_change(conn)
+
+            self._retrying("update", work)
+
+    def _write(
+        self, conn: psycopg.Connection[Any], tools: Sequence[Tool], catalogue: _Catalogue
+    ) -> bool:
+        """Write the tools whose hash differs from the stored one (inside the locked
+        transaction); encode only those whose embedded text differs too."""
+        if not tools:
+            return False
+        stored = {
+            name: (hash_, bytes(text_hash))
+            for name, hash_, text_hash in conn.execute(
+                f"SELECT name, hash, text_hash FROM {self._q}.tools "
+                "WHERE namespace = %s AND name = ANY(%s)",
+                (self.namespace, [t.name for t in tools]),
+            )
+        }
+        changed = [t for t in tools if stored.get(t.name, ("",))[0] != t.content_hash()]
+        if not changed:
+            return False
+        texts = {t.name: self._vectors.text(t) for t in changed}
+        fresh = [
+            t for t in changed if stored.get(t.name, ("", b""))[1] != _text_hash(texts[t.name])
+        ]
+        vectors = self._encode([texts[t.name] for t in fresh], catalogue) if fresh else []
+        cache: SchemaCache = {}
+
+        def row(tool: Tool) -> tuple[Any, ...]:
+            return (
+                self.namespace,
+                tool.name,
+                tool.mcp,
+                tool.content_hash(),
+                _text_hash(texts[tool.name]),
+                json.dumps(tool.to_dict(), ensure_ascii=False, default=str),
+                document_literal(tool_fields(tool, schema_cache=cache)),
+            )
+
+        with conn.cursor() as cur:
+            cur.executemany(
+                f"INSERT INTO {self._q}.tools (namespace, name, mcp, hash, text_hash, definition, "
+                "document, embedding) VALUES (%s, %s, %s, %s, %s, %s, %s::tsvector, %s) "
+                "ON CONFLICT (namespace, name) DO UPDATE SET mcp = excluded.mcp, "
+                "hash = excluded.hash, text_hash = excluded.text_hash, "
+                "definition = excluded.definition, document = excluded.document, "
+                "embedding = excluded.embedding",
+                [(*row(t), v) for t, v in zip(fresh, vectors, strict=True)],
+            )
+            encoded = {t.name for t in fresh}
+            kept = [t for t in changed if t.name not in encoded]
+            cur.executemany(
+                f"UPDATE {self._q}.tools SET mcp = %s, hash = %s, text_hash = %s, "
+                "definition = %s, document = %s::tsvector WHERE namespace = %s AND name = %s",
+                [(*row(t)[2:], self.namespace, t.name) for t in kept],
+            )
+        self.written += len(changed)
+        return True
+
+    def _encode(self, texts: Sequence[str], catalogue: _Catalogue) -> list[Any]:
+        matrix = self._vectors.tools(texts)
+        self.encoded += len(texts)
+        if catalogue.dim is not None and matrix.shape[1] != catalogue.dim:
+            raise BackendError(
+                f"postgres: encoder {self._vectors.name!r} gave {matrix.shape[1]}-dimensional "
+                f"vectors; namespace {self.namespace!r} holds {catalogue.dim}-dimensional ones"
+            )
+        return list(matrix)
+
+    def _delete(self, conn: psycopg.Connection[Any], names: Sequence[str], *, keep: bool) -> bool:
+        """Delete the named tools, or with ``keep`` every tool *not* named."""
+        test = "NOT (name = ANY(%s))" if keep else "name = ANY(%s)"
+        cur = conn.execute(
+            f"DELETE FROM {self._q}.tools WHERE namespace = %s AND {test}",
+            (self.namespace, list(names)),
+        )
+        return cur.rowcount > 0
+
+    def _after_change(self, conn: psycopg.Connection[Any]) -> None:
+        """Record the vector size, build the HNSW index once worth it, bump the generation and
+        notify — all in the writing transaction, so readers see the change whole."""
+        dim, rows = conn.execute(
+            f"SELECT max(vector_dims(embedding)), count(*) FROM {self._q}.tools "
+            "WHERE namespace = %s",
+            (self.namespace,),
+        ).fetchone() or (None, 0)
+        catalogue = self._catalogue(conn, create=False)
+        assert catalogue is not None
+        build = bool(
+            dim and not catalogue.hnsw and rows >= self.hnsw_min_rows and dim <= _HNSW_MAX_DIM
+        )
+        if build and dim is not None:
+            self._build_hnsw(conn, int(dim))
+        generation = conn.execute(
+            f"UPDATE {self._q}.catalogues SET dim = COALESCE(dim, %s), hnsw = hnsw OR %s, "
+            "generation = generation + 1, updated_at = now() WHERE namespace = %s "
+            "RETURNING generation",
+            (dim, build, self.namespace),
+        ).fetchone()
+        self._notify(conn, int(generation[0]) if generation else -1)
+
+    def _build_hnsw(self, conn: psycopg.Connection[Any], dim: int) -> None:
+        from psycopg import sql
+
+        started = time.perf_counter()
+        conn.execute(
+            sql.SQL(
+                "CREATE INDEX IF NOT EXISTS {name} ON {schema}.tools USING hnsw "
+                "((embedding::vector({dim})) vector_cosine_ops) "
+                "WITH (m = {m}, ef_construction = {ef}) WHERE namespace = {ns}"
+            ).format(
+                name=sql.Identifier(hnsw_index_name(self.namespace)),
+                schema=sql.Identifier(self.schema),
+                dim=sql.Literal(dim),
+                m=sql.Literal(self.hnsw_m),
+                ef=sql.Literal(self.hnsw_ef_construction),
+                ns=sql.Literal(self.namespace),
+            )
+        )
+        logger.info(
+            "postgres: HNSW index of namespace %r built in %.1f s",
+            self.namespace,
+            time.perf_counter() - started,
+        )
+
+    def _notify(self, conn: psycopg.Connection[Any], generation: int) -> None:
+        payload = json.dumps({"namespace": self.namespace, "generation": generation})
+        conn.execute("SELECT pg_notify(%s, %s)", (self.channel, payload))
+
+    # ------------------------------------------------------------------ reading
+    @property
+    def tools(self) -> Mapping[str, Tool]:
+        """The stored tools by name, read back from the database (pool order)."""
+        from toolsearch.catalog import tool_from_dict
+
+        def read(conn: psycopg.Connection[Any]) -> list[Any]:
+            return conn.execute(
+                f"SELECT definition FROM {self._q}.tools WHERE namespace = %s ORDER BY mcp, name",
+                (self.namespace,),
+            ).fetchall()
+
+        rows = self._retrying("reading tools", read)
+        tools = [tool_from_dict(definition) for (definition,) in rows]
+        return {tool.name: tool for tool in tools}
+
+    def __len__(self) -> int:
+        def count(conn: psycopg.Connection[Any]) -> int:
+            row = conn.execute(
+                f"SELECT count(*) FROM {self._q}.tools WHERE namespace = %s", (self.namespace,)
+            ).fetchone()
+            return int(row[0]) if row else 0
+
+        found: int = self._retrying("counting tools", count)
+        return found
+
+    @property
+    def generation(self) -> int:
+        """The namespace's change counter (0 before its first write)."""
+
+        def read(conn: psycopg.Connection[Any]) -> int:
+            catalogue = self._catalogue(conn, create=False)
+            return catalogue.generation if catalogue else 0
+
+        found: int = self._retrying("reading the generation", read)
+        return found
+
+    def search(self, query: ParsedQuery, k: int) -> list[Hit]:
+        """The best ``k`` tools by the fused lexical and dense rankings, ties in pool order."""
+        if k <= 0 or query.is_empty:
+            return []
+        depth = max(DEFAULT_DEPTH, k)
+        tsquery = query_literal(query)
+        vector = self._vectors.query(query.text)
+        dense_wanted = bool(vector.any())
+
+        def rank(conn: psycopg.Connection[Any]) -> tuple[_Ranked, _Ranked]:
+            catalogue = self._catalogue(conn, create=False)
+            if catalogue is None:
+                return [], []
+            lexical = self._lexical(conn, tsquery, depth) if tsquery else []
+            dense = self._dense(conn, vector, catalogue, depth) if dense_wanted else []
+            return lexical, dense
+
+        lexical, dense = self._retrying("search", rank)
+        pool_key = {name: mcp for name, mcp, _ in (*lexical, *dense)}
+        fused = fuse([n for n, _, _ in lexical], [n for n, _, _ in dense])
+        ranked = sorted(fused, key=lambda name: (-fused[name], pool_key[name], name))
+        return [Hit(name, fused[name]) for name in ranked[:k] if fused[name] > 0]
+
+    def _lexical(self, conn: psycopg.Connection[Any], tsquery: str, depth: int) -> _Ranked:
+        rows = conn.execute(
+            f"SELECT name, mcp, {self.rank_function}(%s::float4[], document, q, %s) AS score "
+            f"FROM {self._q}.tools, CAST(%s AS tsquery) AS q "
+            "WHERE namespace = %s AND document @@ q "
+            "ORDER BY score DESC, mcp, name LIMIT %s",
+            (list(self.rank_weights), self.rank_normalization, tsquery, self.namespace, depth),
+        ).fetchall()
+        return [(name, mcp, float(score)) for name, mcp, score in rows if score > 0]
+
+    def _dense(
+        self, conn: psycopg.Connection[Any], vector: Any, catalogue: _Catalogue, depth: int
+    ) -> _Ranked:
+        if catalogue.dim is None:
+            return []
+        if vector.shape[0] != catalogue.dim:
+            raise BackendError(
+                f"postgres: query vectors have {vector.shape[0]} dimensions, namespace "
+                f"{self.namespace!r} holds {catalogue.dim}-dimensional ones"
+            )
+        from psycopg import sql
+
+        limit = depth + _TIE_SLACK
+        if catalogue.hnsw:
+            # The vector cast and the namespace literal match the partial HNSW index, whose
+            # candidates (ef_search, at most 1000) must cover the LIMIT. The planner prices a
+            # sequential scan far below its cost (it does not see the distance computations)
+            # and picks it once ef_search passes about 100: sequential scans are switched off.
+            limit = min(limit, _HNSW_MAX_EF)
+            conn.execute(
+                sql.SQL("SET LOCAL hnsw.ef_search = {}").format(
+                    sql.Literal(max(self.ef_search, limit))
+                )
+            )
+            conn.execute("SET LOCAL enable_seqscan = off")
+            distance: sql.Composable = sql.SQL(
+                "embedding::vector({dim}) <=> %s::vector({dim})"
+            ).format(dim=sql.Literal(catalogue.dim))
+        else:
+            distance = sql.SQL("embedding <=> %s")  # matches no index: an exact scan
+        # Everything but the vector is a literal: a prepared statement's generic plan, not
+        # knowing the LIMIT, would pick a full scan over the HNSW index.
+        statement = sql.SQL(
+            "SELECT name, mcp, 1 - ({distance}) AS score FROM {schema}.tools "
+            "WHERE namespace = {ns} ORDER BY {distance} LIMIT {limit}"
+        ).format(
+            distance=distance,
+            schema=sql.Identifier(self.schema),
+            ns=sql.Literal(self.namespace),
+            limit=sql.Literal(limit),
+        )
+        rows = conn.execute(statement, (vector, vector)).fetchall()
+        # rounded, so that equal vectors tie exactly and pool order breaks the tie
+        scored = [
+            (name, mcp, round(float(score), _SCORE_DECIMALS))
+            for name, mcp, score in rows
+            if score == score and score > 0
+        ]
+        scored.sort(key=lambda row: (-row[2], row[1], row[0]))
+        return scored[:depth]
+
+    # ------------------------------------------------------------------ change feed
+    def on_change(self, callback: Callable[[int], None]) -> None:
+        """Call ``callback(generation)`` whenever any process changes this namespace (within
+        about a second; ``-1`` after a reconnect, when changes may have been missed)."""
+        self._listeners.append(callback)
+        if self._listener is None:
+            self._listener = threading.Thread(
+                target=self._listen, name=f"toolsearch-listen-{self.namespace}", daemon=True
+            )
+            self._listener.start()
+
+    def _listen(self) -> None:
+        import psycopg
+        from psycopg import sql
+
+        kwargs = self.settings.connect_kwargs(statement_timeout=0)
+        first = True
+        while not self._closed.is_set():
+            try:
+                with psycopg.connect(self.settings.conninfo, autocommit=True, **kwargs) as conn:
+                    conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
+                    if not first:
+                        self._changed(-1)
+                    first = False
+                    while not self._closed.is_set():
+                        for note in conn.notifies(timeout=0.5):
+                            self._on_notify(note.payload)
+            except psycopg.Error as exc:
+                logger.warning(
+                    "postgres listener lost its connection (%s); reconnecting", _message(exc)
+                )
+                self._closed.wait(0.5)
+
+    def _on_notify(self, payload: str) -> None:
+        try:
+            note = json.loads(payload)
+        except ValueError:
+            return
+        if isinstance(note, dict) and note.get("namespace") == self.namespace:
+            self._changed(int(note.get("generation", -1)))
+
+    def _changed(self, generation: int) -> None:
+        for callback in list(self._listeners):
+            try:
+                callback(generation)
+            except Exception:
+                logger.exception("postgres on_change callback failed")
+
+    def params(self) -> dict[str, object]:
+        return {
+            **self.settings.describe(),
+            "schema": self.schema,
+            "namespace": self.namespace,
+            "rank_function": self.rank_function,
+            "rank_normalization": self.rank_normalization,
+            "rank_weights": list(self.rank_weights),
+            "hnsw_min_rows": self.hnsw_min_rows,
+            "ef_search": self.ef_search,
+            "fusion": {"members": dict(DEFAULT_MEMBERS), "k": DEFAULT_K, "depth": DEFAULT_DEPTH},
+            "embedding": self._vectors.describe(),
+        }
+
+
+def _close_pool(pool: ConnectionPool, closed: threading.Event) -> None:
+    closed.set()
+    pool.close()
+
+
+def _message(exc: BaseException) -> str:
+    """A database error's first line (libpq messages never carry the password)."""
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def _require_modules() -> None:
+    import importlib.util
+
+    missing = [
+        m for m in ("psycopg", "psycopg_pool", "pgvector") if not importlib.util.find_spec(m)
+    ]
+    if missing:
+        raise MissingExtraError("postgres", "postgres", missing)
+
+
+def _check_rank(
+    function: object, normalization: object, weights: object
+) -> tuple[str, int, tuple[float, float, float, float]]:
+    if function not in RANK_FUNCTIONS:
+        raise ConfigError(
+            f"postgres option rank_function must be one of {', '.join(RANK_FUNCTIONS)}, "
+            f"got {function!r}"
+        )
+    if (
+        isinstance(normalization, bool)
+        or not isinstance(normalization, int)
+        or not (0 <= normalization < 64)
+    ):
+        raise ConfigError(
+            "postgres option rank_normalization must be a bit mask 0-63 (PostgreSQL's ts_rank "
+            f"normalization), got {normalization!r}"
+        )
+    if isinstance(weights, str) or not isinstance(weights, Sequence) or len(weights) != 4:
+        raise ConfigError(
+            "postgres option rank_weights must be four numbers (labels D, C, B, A), "
+            f"got {weights!r}"
+        )
+    values = []
+    for value in weights:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+            raise ConfigError(
+                f"postgres option rank_weights must be numbers between 0 and 1, got {weights!r}"
+            )
+        values.append(float(value))
+    return str(function), normalization, (values[0], values[1], values[2], values[3])
+
+
+def _count_option(name: str, value: object, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigError(f"postgres option {name} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+_ENCODER_OPTIONS = frozenset(
+    {"model", "encoder", "fields", "cache_dir", "batch_size", "device", "threads", "progress"}
+)
+
+
+def _encoder_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(options) - _ENCODER_OPTIONS)
+    if unknown:
+        raise ConfigError(
+            f"unknown postgres option(s) {unknown}; see docs/postgres.md for the options"
+        )
+    chosen = dict(options)
+    if chosen.get("encoder") == "hashing":
+        chosen["encoder"] = HashingEncoder()
+    elif isinstance(chosen.get("encoder"), str):
+        raise ConfigError(
+            f"postgres option encoder must be an Encoder object or 'hashing', got "
+            f"{chosen['encoder']!r}; name a sentence-transformers model with model="
+        )
+    return chosen

