@@ -340,7 +340,13 @@ def export_onnx(
             from onnxruntime.quantization import QuantType, quantize_dynamic
 
             produced = Path(scratch) / "model-int8.onnx"
-            quantize_dynamic(str(fp32), str(produced), weight_type=QuantType.QInt8)
+            root = logging.getLogger()
+            level = root.level
+            root.setLevel(logging.ERROR)  # the quantiser's advice to pre-process, on every run
+            try:
+                quantize_dynamic(str(fp32), str(produced), weight_type=QuantType.QInt8)
+            finally:
+                root.setLevel(level)
         probes = _probe_vectors(_new_session(produced), tokenizer, pooling)
         reference = _torch_probes(torch, model, tokenizer, pooling)
         drift = float((1 - (reference * probes).sum(axis=1)).max())
