@@ -55,6 +55,8 @@ _FORMAT = 1
 _PROBES = ("create a pull request on github", "read a file from the local disk")
 # A loaded export must reproduce its recorded probe vectors to this (cosine distance).
 _PROBE_TOLERANCE = 1e-4
+# Padded tokens of one batch at most: bounds the attention buffers (rows x heads x width^2).
+_BATCH_TOKENS = 4096
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 _POOLING_MODES = {
     "pooling_mode_mean_tokens": "mean",
@@ -207,7 +209,7 @@ class OnnxEncoder:
         )
         lengths = [len(e.ids) for e in encodings]
         order = sorted(range(len(texts)), key=lambda i: -lengths[i])
-        batches = [order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size)]
+        batches = _batches(order, lengths, self.batch_size)
 
         def run(rows: list[int]) -> FloatMatrix:
             return _run_batch(session, [encodings[i] for i in rows], self.layout.pooling)
@@ -221,6 +223,22 @@ class OnnxEncoder:
         for rows, part in zip(batches, parts, strict=True):
             out[rows] = part
         return out
+
+
+def _batches(order: list[int], lengths: list[int], batch_size: int) -> list[list[int]]:
+    """Consecutive runs of ``order`` (longest first) of at most ``batch_size`` texts and
+    :data:`_BATCH_TOKENS` padded tokens, so a batch of long texts stays small in memory."""
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for i in order:
+        width = lengths[current[0]] if current else lengths[i]
+        if current and (len(current) >= batch_size or (len(current) + 1) * width > _BATCH_TOKENS):
+            batches.append(current)
+            current = []
+        current.append(i)
+    if current:
+        batches.append(current)
+    return batches
 
 
 def _cores() -> int:
@@ -285,6 +303,7 @@ def _new_session(file: Path) -> Any:
     options.intra_op_num_threads = 1
     options.inter_op_num_threads = 1
     options.log_severity_level = 3
+    options.enable_cpu_mem_arena = False  # the arena keeps the largest batch's buffers for good
     return ort.InferenceSession(str(file), options, providers=["CPUExecutionProvider"])
 
 

@@ -201,6 +201,23 @@ def test_embedding_reindex_one(
     benchmark.pedantic(lambda: reindex_one(backend, tools, rounds=1), rounds=10, iterations=1)
 
 
+def markdown(runs: list[dict[str, Any]]) -> str:
+    """The README's embedding table, one row per measured catalogue size."""
+    lines = [
+        "| tools | index s (cold / warm cache) | query p50 / p95 ms | 100-word task p50 / p95 ms "
+        "| peak RSS MB | torch imported |",
+        "|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in runs:
+        lines.append(
+            f"| {r['tools']:,} | {r['index_seconds_first']:g} / {r['index_seconds_warm_cache']:g} "
+            f"| {r['query_p50_ms']:g} / {r['query_p95_ms']:g} "
+            f"| {r['task_query_p50_ms']:g} / {r['task_query_p95_ms']:g} "
+            f"| {r['peak_rss_mb']:,.0f} | {'yes' if r['torch_imported'] else 'no'} |"
+        )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tools", type=int, default=10_000)
