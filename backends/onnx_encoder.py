@@ -57,6 +57,8 @@ _PROBES = ("create a pull request on github", "read a file from the local disk")
 _PROBE_TOLERANCE = 1e-4
 # Padded tokens of one batch at most: bounds the attention buffers (rows x heads x width^2).
 _BATCH_TOKENS = 4096
+# Texts tokenised at once (their full encodings are dropped after each chunk).
+_TOKENIZE_CHUNK = 2048
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 _POOLING_MODES = {
     "pooling_mode_mean_tokens": "mean",
@@ -204,15 +206,13 @@ class OnnxEncoder:
         session, tokenizer = self._load()
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
-        encodings = (
-            tokenizer.encode_batch(texts) if len(texts) > 1 else [tokenizer.encode(texts[0])]
-        )
-        lengths = [len(e.ids) for e in encodings]
+        tokens = _tokenize(tokenizer, texts)
+        lengths = [len(ids) for ids, _ in tokens]
         order = sorted(range(len(texts)), key=lambda i: -lengths[i])
         batches = _batches(order, lengths, self.batch_size)
 
         def run(rows: list[int]) -> FloatMatrix:
-            return _run_batch(session, [encodings[i] for i in rows], self.layout.pooling)
+            return _run_batch(session, [tokens[i] for i in rows], self.layout.pooling)
 
         if len(batches) == 1 or self.threads == 1:
             parts = [run(rows) for rows in batches]
@@ -257,23 +257,41 @@ def _tokenizer(layout: ModelLayout) -> Any:
     return tokenizer
 
 
-def _run_batch(session: Any, encodings: list[Any], pooling: str) -> FloatMatrix:
+def _tokenize(tokenizer: Any, texts: list[str]) -> list[tuple[Any, Any]]:
+    """``(token ids, type ids)`` of each text as small int32 arrays, tokenised in chunks so
+    the tokenizer's full encodings (offsets, strings) of a large catalogue never coexist."""
+    import numpy as np
+
+    out: list[tuple[Any, Any]] = []
+    for start in range(0, len(texts), _TOKENIZE_CHUNK):
+        chunk = texts[start : start + _TOKENIZE_CHUNK]
+        encodings = (
+            tokenizer.encode_batch(chunk) if len(chunk) > 1 else [tokenizer.encode(chunk[0])]
+        )
+        out.extend(
+            (np.asarray(e.ids, dtype=np.int32), np.asarray(e.type_ids, dtype=np.int32))
+            for e in encodings
+        )
+    return out
+
+
+def _run_batch(session: Any, tokens: list[tuple[Any, Any]], pooling: str) -> FloatMatrix:
     """Pad one batch to its longest text, run the transformer, pool as configured."""
     import numpy as np
 
-    width = max(len(e.ids) for e in encodings)
-    ids = np.zeros((len(encodings), width), dtype=np.int64)
+    width = max(len(ids) for ids, _ in tokens)
+    ids = np.zeros((len(tokens), width), dtype=np.int64)
     mask = np.zeros_like(ids)
     types = np.zeros_like(ids)
-    for row, enc in enumerate(encodings):
-        n = len(enc.ids)
-        ids[row, :n] = enc.ids
+    for row, (token_ids, type_ids) in enumerate(tokens):
+        n = len(token_ids)
+        ids[row, :n] = token_ids
         mask[row, :n] = 1
-        types[row, :n] = enc.type_ids
+        types[row, :n] = type_ids
     feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
     wanted = {i.name for i in session.get_inputs()}
-    tokens = session.run(None, {k: v for k, v in feeds.items() if k in wanted})[0]
-    return pool_tokens(tokens, mask, pooling)
+    output = session.run(None, {k: v for k, v in feeds.items() if k in wanted})[0]
+    return pool_tokens(output, mask, pooling)
 
 
 def pool_tokens(tokens: Any, mask: IntMatrix, pooling: str) -> FloatMatrix:
@@ -310,7 +328,7 @@ def _new_session(file: Path) -> Any:
 def _probe_vectors(session: Any, tokenizer: Any, pooling: str) -> FloatMatrix:
     from .embedding_cache import normalise
 
-    return normalise(_run_batch(session, tokenizer.encode_batch(list(_PROBES)), pooling))
+    return normalise(_run_batch(session, _tokenize(tokenizer, list(_PROBES)), pooling))
 
 
 def _check_export(file: Path, tokenizer: Any, pooling: str) -> tuple[str | None, Any]:
