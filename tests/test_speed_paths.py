@@ -193,3 +193,31 @@ def test_onnx_vectors_equal_pytorch_and_a_corrupt_export_is_rebuilt(
     again = default_encoder(onnx_dir=tmp_path, runtime="onnx")
     np.testing.assert_allclose(normalise(again.encode(texts)), want, atol=1e-5)
     assert "unusable" in caplog.text and "exporting it again" in caplog.text
+
+
+@pytest.mark.slow  # exports the shipped model once
+def test_a_warm_default_search_never_imports_torch(tmp_path: Path) -> None:
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("sentence_transformers")
+    import os
+    import subprocess
+    import sys
+
+    starter = Path(__file__).resolve().parents[1] / "datasets" / "starter"
+    code = (
+        "import sys, io, contextlib\n"
+        "from toolsearch.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    main(['search', 'post a note to a chat channel', '--catalog', {str(starter)!r}])\n"
+        "print('torch' in sys.modules)\n"
+    )
+    env = {**os.environ, "TOOLSEARCH_CACHE_DIR": str(tmp_path)}
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=400
+        )
+        for _ in range(2)
+    ]
+    assert all(run.returncode == 0 for run in runs), runs[-1].stderr
+    assert runs[0].stdout.strip() == "True"  # the one-time export
+    assert runs[1].stdout.strip() == "False"
