@@ -72,6 +72,26 @@ if TYPE_CHECKING:
 
 __all__ = ["FTS5Backend", "match_expression"]
 
+
+def _database_class() -> type[Database]:
+    """``sqlite_utils.Database``, imported without pandas when pandas is not loaded yet:
+    sqlite-utils imports it (about a second) only to map pandas column types on insert, which
+    this backend never does (docs/speed.md)."""
+    import sys
+
+    if "sqlite_utils" in sys.modules or "pandas" in sys.modules:
+        from sqlite_utils import Database
+
+        return Database
+    sys.modules["pandas"] = None  # type: ignore[assignment]  # makes "import pandas" fail fast
+    try:
+        from sqlite_utils import Database
+
+        return Database
+    finally:
+        del sys.modules["pandas"]
+
+
 TABLE = "tools"
 FTS_TABLE = "tools_fts"
 VOCAB_TABLE = "tools_fts_vocab"
@@ -260,7 +280,7 @@ class FTS5Backend(BaseBackend):
 
     # ------------------------------------------------------------------ database
     def _open(self) -> Database:
-        from sqlite_utils import Database
+        Database = _database_class()
 
         where = str(self.path) if self.path is not None else ":memory:"
         try:

@@ -14,18 +14,27 @@ backend can be fused like a built-in one. The default members and weights,
 :data:`DEFAULT_MEMBERS` and :data:`DEFAULT_K`, are the best configuration that
 ``benchmarks/tune_hybrid.py`` measured among the installed backends on the public dev sets
 (results in ``benchmarks/results/tune_hybrid.json``).
+
+A member that may take long to index (``warms = True``, the embedding backend) can be updated
+in the background (``background``; by default when called from a thread running an asyncio
+event loop, such as the MCP gateway's): the other members rank at once and the slow one joins
+when its vectors are ready (:meth:`HybridBackend.member_states`, logs; docs/speed.md).
 """
 
 from __future__ import annotations
 
+import asyncio
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
 from typing import Any, ClassVar
 
 from toolsearch.backend import BaseBackend, Hit, IncrementalBackend, SearchBackend
 from toolsearch.errors import ConfigError
 from toolsearch.query import ParsedQuery
 from toolsearch.tool import Tool, pool_sort_key
+
+from .warming import BackgroundUpdates
 
 __all__ = ["DEFAULT_DEPTH", "DEFAULT_K", "DEFAULT_MEMBERS", "HybridBackend", "rrf_fuse"]
 
@@ -109,6 +118,8 @@ class HybridBackend(BaseBackend):
     :data:`DEFAULT_MEMBERS`. ``k``: the RRF constant (larger flattens the rank discount).
     ``depth``: hits taken from each member (at least the requested ``k`` of a search).
     ``member_options``: constructor options per member, e.g. ``{"embedding": {"model": ...}}``.
+    ``background``: update slow members (``warms = True``) on a worker thread and rank without
+    them until they are ready; None = only when called inside a running asyncio event loop.
 
     It is incremental when every member is (updates are forwarded to the members); ``requires``
     and ``extra`` describe the default members, so the registry's install hint names the
@@ -127,6 +138,7 @@ class HybridBackend(BaseBackend):
         k: int = DEFAULT_K,
         depth: int = DEFAULT_DEPTH,
         member_options: Mapping[str, Mapping[str, Any]] | None = None,
+        background: bool | None = None,
     ) -> None:
         super().__init__()
         if isinstance(k, bool) or not isinstance(k, int | float) or not 0 <= k < math.inf:
@@ -146,7 +158,12 @@ class HybridBackend(BaseBackend):
                 raise ConfigError(
                     f"hybrid member_options[{member!r}] must be a table of options, got {opts!r}"
                 )
+        if background is not None and not isinstance(background, bool):
+            raise ConfigError(f"hybrid background must be true, false or None, got {background!r}")
         from toolsearch.registry import load_backend
+
+        self.background = background
+        self._warming: dict[str, BackgroundUpdates] = {}
 
         self.k = k
         self.depth = depth
@@ -157,8 +174,8 @@ class HybridBackend(BaseBackend):
     def index(self, tools: Sequence[Tool]) -> None:
         ordered = sorted({tool.name: tool for tool in tools}.values(), key=pool_sort_key)
         self._tools = {tool.name: tool for tool in ordered}
-        for member in self.members.values():
-            member.index(ordered)
+        for name, member in self.members.items():
+            self._update(name, member, partial(member.index, ordered))
 
     def _build(self, tools: list[Tool]) -> None:  # pragma: no cover - index() is overridden
         self.index(tools)
@@ -171,30 +188,65 @@ class HybridBackend(BaseBackend):
             tool.name: tool
             for tool in sorted({**self._tools, **incoming}.values(), key=pool_sort_key)
         }
-        for member in self.members.values():
+        changed, everything = list(incoming.values()), list(self._tools.values())
+        for name, member in self.members.items():
             if isinstance(member, IncrementalBackend):
-                member.upsert(list(incoming.values()))
+                self._update(name, member, partial(member.upsert, changed))
             else:
-                member.index(list(self._tools.values()))
+                self._update(name, member, partial(member.index, everything))
 
     def remove(self, names: Iterable[str]) -> None:
         drop = set(names) & set(self._tools)
         if not drop:
             return
         self._tools = {name: tool for name, tool in self._tools.items() if name not in drop}
-        for member in self.members.values():
+        gone, everything = sorted(drop), list(self._tools.values())
+        for name, member in self.members.items():
             if isinstance(member, IncrementalBackend):
-                member.remove(sorted(drop))
+                self._update(name, member, partial(member.remove, gone))
             else:
-                member.index(list(self._tools.values()))
+                self._update(name, member, partial(member.index, everything))
+
+    # ------------------------------------------------------------------ warming
+
+    def _update(self, name: str, member: SearchBackend, update: Callable[[], None]) -> None:
+        """Apply ``update`` to ``member`` now, or queue it on the member's worker thread."""
+        worker = self._warming.get(name)
+        if worker is None and getattr(member, "warms", False) and self._in_background():
+            worker = self._warming[name] = BackgroundUpdates(name)
+        if worker is None:
+            update()
+        else:
+            worker.submit(update)
+
+    def _in_background(self) -> bool:
+        if self.background is not None:
+            return self.background
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return False
+        return True
+
+    def member_states(self) -> dict[str, str]:
+        """Each member's state: ``ready``, ``warming`` (not ranking yet) or ``failed: ...``."""
+        return {
+            name: self._warming[name].state if name in self._warming else "ready"
+            for name in self.members
+        }
+
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        """Block until background members are ready (or ``timeout`` s); True when all are."""
+        return all(worker.wait(timeout) for worker in self._warming.values())
 
     def search(self, query: ParsedQuery, k: int) -> list[Hit]:
         if k <= 0 or query.is_empty or not self._tools:
             return []
         depth = max(self.depth, k)
+        ready = [n for n in self.members if n not in self._warming or self._warming[n].ready]
         rankings = {
-            name: [hit.name for hit in member.search(query, depth) if hit.score > 0]
-            for name, member in self.members.items()
+            name: [hit.name for hit in self.members[name].search(query, depth) if hit.score > 0]
+            for name in ready
         }
         fused = rrf_fuse(rankings, self.weights, self.k)
         tools = self._tools
@@ -210,6 +262,7 @@ class HybridBackend(BaseBackend):
             "weights": dict(self.weights),
             "k": self.k,
             "depth": self.depth,
+            "member_states": self.member_states(),
             "member_params": {
                 name: member.params() if hasattr(member, "params") else {}
                 for name, member in self.members.items()

@@ -320,12 +320,38 @@ def test_bad_options_are_clear_errors(tmp_path: Path) -> None:
         EmbeddingBackend(encoder=HashingEncoder(), model="x")
     with pytest.raises(ConfigError, match="encode"):
         EmbeddingBackend(encoder=object())  # type: ignore[arg-type]
-    blocker = tmp_path / "file"
-    blocker.write_text("x")
-    with pytest.raises(ConfigError, match="cache_dir"):
-        EmbeddingBackend(encoder=CountingEncoder(), cache_dir=blocker / "sub")
+    with pytest.raises(ConfigError, match="max_words"):
+        EmbeddingBackend(encoder=HashingEncoder(), max_words=0)
+    with pytest.raises(ConfigError, match="runtime"):
+        EmbeddingBackend(runtime="cuda-graphs")
     with pytest.raises(ConfigError, match="dim"):
         HashingEncoder(dim=2)
+
+
+def test_unusable_cache_folder_warns_and_still_ranks(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    encoder = CountingEncoder()
+    backend = EmbeddingBackend(encoder=encoder, cache_dir=blocker / "sub")
+    assert backend.cache is None
+    assert "not usable" in caplog.text and str(blocker / "sub") in caplog.text
+    backend.index(_tools())
+    reference = _backend()
+    reference.index(_tools())
+    assert _names(backend, "send a slack message") == _names(reference, "send a slack message")
+
+
+def test_max_words_caps_the_embedded_text() -> None:
+    tool = Tool("Read", "one two three four five six")
+    assert tool_text(tool, ("description",), max_words=3) == "one two three"
+    assert (
+        tool_text(tool, ("name", "description"), max_words=None)
+        == "read. one two three four five six"
+    )
+    backend = _backend(max_words=2)
+    assert backend.text_of(tool) == "read. one"
 
 
 class _BadEncoder:
@@ -364,7 +390,7 @@ def test_progress_bar_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
 
     from rich.console import Console
 
-    import toolsearch.backends.embedding as module
+    import toolsearch.backends.embedding_cache as module
 
     screen = io.StringIO()
     monkeypatch.setattr(
@@ -373,7 +399,7 @@ def test_progress_bar_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
     encoder = CountingEncoder()
     _backend(encoder=encoder, progress=True, batch_size=2).index(_tools())
     assert "embedding tools" in screen.getvalue()
-    assert [len(batch) for batch in encoder.calls] == [2, 2, 2]
+    assert sorted(len(batch) for batch in encoder.calls) == [2, 2, 2]
     screen.truncate(0)
     quiet = CountingEncoder()
     _backend(encoder=quiet, progress=False, batch_size=2).index(_tools())

@@ -1,0 +1,272 @@
+"""The persistent vector cache and cached encoding of texts (docs/speed.md).
+
+Vectors are kept in one SQLite file, ``embeddings.sqlite``, under a cache folder, keyed by the
+encoder's ``name`` and a hash of the text, so re-indexing a catalogue re-encodes only texts
+that changed, across processes and runs. :func:`encode_cached` is the one way texts become
+normalised vectors: from the cache where possible, the rest through the encoder (longest
+first in chunks of similar length, with a progress bar for many texts), written back in one
+transaction. Importing this module imports neither numpy nor a model library.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import sqlite3
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from toolsearch.errors import BackendError, ConfigError
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+    from .encoders import Encoder
+
+    FloatMatrix = NDArray[np.float32]
+
+__all__ = [
+    "EmbeddingCache",
+    "check_vectors",
+    "default_cache_dir",
+    "encode_cached",
+    "normalise",
+    "text_key",
+]
+
+logger = logging.getLogger(__name__)
+
+# Encoding more texts than this shows a progress bar (when stderr is a terminal).
+PROGRESS_MIN_TEXTS = 256
+
+
+def default_cache_dir() -> Path:
+    """``$TOOLSEARCH_CACHE_DIR``, else ``$XDG_CACHE_HOME/toolsearch``, else
+    ``~/.cache/toolsearch``."""
+    configured = os.environ.get("TOOLSEARCH_CACHE_DIR", "").strip()
+    if configured:
+        return Path(configured).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "toolsearch"
+
+
+def text_key(text: str) -> bytes:
+    """The cache key of a text: 16 bytes of BLAKE2b."""
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+
+
+class EmbeddingCache:
+    """Vectors by ``(model name, text hash)`` in one SQLite file, ``embeddings.sqlite``.
+
+    SQLite in WAL mode lets several processes read while one writes; a write is one
+    transaction, so a crash leaves the previous contents intact. A cache that cannot be read or
+    written is skipped (and logged), never fatal to a search.
+    """
+
+    FILENAME = "embeddings.sqlite"
+
+    def __init__(self, folder: str | os.PathLike[str]) -> None:
+        self.folder = Path(folder).expanduser()
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(
+                f"embedding cache_dir {str(self.folder)!r} is not usable: {exc}"
+            ) from exc
+        self.path = self.folder / self.FILENAME
+        self._conn: sqlite3.Connection | None = None
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._conn is None:
+            conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, text_hash BLOB NOT NULL,"
+                " dim INTEGER NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (model, text_hash))"
+            )
+            self._conn = conn
+        return self._conn
+
+    def get_many(self, model: str, keys: Sequence[bytes]) -> dict[bytes, bytes]:
+        """Raw float32 bytes of the cached vectors among ``keys``."""
+        found: dict[bytes, bytes] = {}
+        try:
+            conn = self._connect()
+            for start in range(0, len(keys), 500):
+                chunk = list(keys[start : start + 500])
+                marks = ",".join("?" * len(chunk))
+                rows = conn.execute(
+                    f"SELECT text_hash, vector FROM vectors WHERE model = ? AND text_hash IN "
+                    f"({marks})",
+                    [model, *chunk],
+                )
+                found.update((bytes(key), bytes(blob)) for key, blob in rows)
+        except sqlite3.Error as exc:
+            logger.warning("embedding cache %s unreadable, skipped: %s", self.path, exc)
+        return found
+
+    def put_many(self, model: str, items: Sequence[tuple[bytes, int, bytes]]) -> None:
+        """Store ``(text hash, dim, float32 bytes)`` rows in one transaction."""
+        if not items:
+            return
+        try:
+            conn = self._connect()
+            with _transaction(conn):
+                conn.executemany(
+                    "INSERT OR REPLACE INTO vectors (model, text_hash, dim, vector) "
+                    "VALUES (?, ?, ?, ?)",
+                    [(model, key, dim, blob) for key, dim, blob in items],
+                )
+        except sqlite3.Error as exc:
+            logger.warning("embedding cache %s not written: %s", self.path, exc)
+
+    def count(self, model: str | None = None) -> int:
+        """How many vectors are stored (for ``model`` only when given)."""
+        conn = self._connect()
+        if model is None:
+            row = conn.execute("SELECT COUNT(*) FROM vectors").fetchone()
+        else:
+            row = conn.execute("SELECT COUNT(*) FROM vectors WHERE model = ?", [model]).fetchone()
+        return int(row[0])
+
+    def close(self) -> None:
+        """Close the connection (it reopens on next use)."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+@contextmanager
+def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+# --------------------------------------------------------------------------- cached encoding
+
+
+def normalise(matrix: FloatMatrix) -> FloatMatrix:
+    """Rows scaled to unit length (zero rows stay zero), as a contiguous float32 array."""
+    import numpy as np
+
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return np.ascontiguousarray(matrix / norms, dtype=np.float32)
+
+
+def check_vectors(encoder_name: str, vectors: Any, count: int) -> FloatMatrix:
+    """``vectors`` as a float32 ``(count, dim)`` array, or a :class:`BackendError` saying why
+    the encoder's output is unusable (wrong shape, NaN or infinite values)."""
+    import numpy as np
+
+    array = np.asarray(vectors, dtype=np.float32)
+    if array.ndim != 2 or array.shape[0] != count:
+        raise BackendError(
+            f"encoder {encoder_name!r} returned shape {array.shape} for {count} texts; "
+            f"expected ({count}, dim)"
+        )
+    if not np.isfinite(array).all():
+        raise BackendError(f"encoder {encoder_name!r} returned NaN or infinite values")
+    return array
+
+
+def is_cached(encoder: Encoder, texts: Sequence[str], cache: EmbeddingCache | None) -> bool:
+    """True when every text's vector is in ``cache`` already (encoding them is then cheap)."""
+    if not texts:
+        return True
+    if cache is None:
+        return not getattr(encoder, "cacheable", True)
+    keys = list({text_key(text) for text in texts})
+    return len(cache.get_many(encoder.name, keys)) == len(keys)
+
+
+def encode_cached(
+    encoder: Encoder,
+    texts: Sequence[str],
+    cache: EmbeddingCache | None = None,
+    *,
+    progress: bool | None = None,
+    chunk_size: int = 256,
+) -> FloatMatrix:
+    """Normalised float32 vectors for ``texts`` (one row each, same order), read from
+    ``cache`` where present; the rest are encoded and stored. ``progress`` shows a bar
+    (None: when there are many texts and stderr is a terminal)."""
+    import numpy as np
+
+    unique = list(dict.fromkeys(texts))
+    if not unique:
+        return np.zeros((0, 0), dtype=np.float32)
+    keys = {text: text_key(text) for text in unique}
+    vectors: dict[str, FloatMatrix] = {}
+    if cache is not None:
+        stored = cache.get_many(encoder.name, list(keys.values()))
+        for text in unique:
+            blob = stored.get(keys[text])
+            if blob is not None:
+                vectors[text] = np.frombuffer(blob, dtype=np.float32)
+    missing = [text for text in unique if text not in vectors]
+    if missing:
+        fresh = _encode_missing(encoder, missing, progress, chunk_size)
+        for text, row in zip(missing, fresh, strict=True):
+            vectors[text] = row
+        if cache is not None:
+            rows = [(keys[t], int(vectors[t].shape[0]), vectors[t].tobytes()) for t in missing]
+            cache.put_many(encoder.name, rows)
+    dims = {vectors[text].shape[0] for text in unique}
+    if len(dims) != 1:
+        raise BackendError(
+            f"encoder {encoder.name!r} returned vectors of different sizes {sorted(dims)}"
+        )
+    return normalise(np.stack([vectors[text] for text in texts]).astype(np.float32))
+
+
+def _progress_console() -> Any:
+    """Where the encoding progress bar is drawn: standard error."""
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+def _encode_missing(
+    encoder: Encoder, texts: list[str], progress: bool | None, chunk_size: int
+) -> FloatMatrix:
+    """Encoder output for ``texts``; with a progress bar, in chunks of similar length."""
+    import numpy as np
+
+    show = progress
+    if show is None:
+        show = len(texts) >= PROGRESS_MIN_TEXTS and sys.stderr.isatty()
+    if not show:
+        return check_vectors(encoder.name, encoder.encode(texts), len(texts))
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    out: FloatMatrix | None = None
+    columns = (
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=_progress_console(), transient=True) as bar:
+        task = bar.add_task("embedding tools", total=len(texts))
+        for start in range(0, len(order), chunk_size):
+            rows = order[start : start + chunk_size]
+            part = check_vectors(encoder.name, encoder.encode([texts[i] for i in rows]), len(rows))
+            if out is None:
+                out = np.empty((len(texts), part.shape[1]), dtype=np.float32)
+            out[rows] = part
+            bar.advance(task, len(rows))
+    assert out is not None
+    return out

@@ -1,0 +1,137 @@
+"""The text the embedding backend encodes for a tool (README "Backends and how to choose one").
+
+A tool becomes one short text: by default its name split into words, its search hint, its
+description, its parameter names and their descriptions, in that order (the combination that
+scored best on the public dev sets, see ``benchmarks/tune_hybrid.py``). The most informative
+parts come first, so capping the text at ``max_words`` (docs/speed.md) drops parameter detail
+before it touches the name or the description.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from toolsearch.errors import ConfigError
+from toolsearch.tool import MCP_PREFIX, Tool
+
+__all__ = [
+    "CAMEL_BOUNDARY",
+    "DEFAULT_FIELDS",
+    "TEXT_FIELDS",
+    "cap_words",
+    "check_fields",
+    "name_words",
+    "tool_text",
+]
+
+#: Parts of a tool that :func:`tool_text` can put into its embedded text.
+TEXT_FIELDS: tuple[str, ...] = (
+    "name",
+    "server",
+    "hint",
+    "description",
+    "params",
+    "param_descriptions",
+)
+
+#: The fields embedded by default (chosen by ``benchmarks/tune_hybrid.py``).
+DEFAULT_FIELDS: tuple[str, ...] = (
+    "name",
+    "hint",
+    "description",
+    "params",
+    "param_descriptions",
+)
+
+#: Where camelCase and ABBRWord names split into words.
+CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_NON_WORD = re.compile(r"[\W_]+")
+
+
+def name_words(name: str) -> str:
+    """``mcp__slack__send_message`` → ``slack send message``; ``getUserByID`` → ``get user by id``;
+    ``ChaDri.change_drink`` → ``cha dri change drink``."""
+    if name.startswith(MCP_PREFIX):
+        name = name[len(MCP_PREFIX) :]
+    spaced = CAMEL_BOUNDARY.sub(" ", name)
+    return " ".join(_NON_WORD.sub(" ", spaced).lower().split())
+
+
+def _properties(tool: Tool) -> Mapping[str, Any]:
+    props = tool.input_schema.get("properties")
+    return props if isinstance(props, Mapping) else {}
+
+
+def _field_text(tool: Tool, field: str) -> str:
+    if field == "name":
+        return name_words(tool.name)
+    if field == "server":
+        return name_words(tool.server or "")
+    if field == "hint":
+        return tool.search_hint or ""
+    if field == "description":
+        return " ".join(tool.description.split())
+    if field == "params":
+        names = [name_words(str(key)) for key in _properties(tool)]
+        return ("parameters: " + ", ".join(names)) if names else ""
+    if field == "param_descriptions":
+        texts = [
+            " ".join(str(spec.get("description", "")).split())
+            for spec in _properties(tool).values()
+            if isinstance(spec, Mapping)
+        ]
+        return " ".join(t for t in texts if t)
+    raise ConfigError(f"unknown embedding text field {field!r}; choose from {TEXT_FIELDS}")
+
+
+def tool_text(
+    tool: Tool, fields: Sequence[str] = DEFAULT_FIELDS, max_words: int | None = None
+) -> str:
+    """The text embedded for ``tool``: the chosen ``fields`` joined into short sentences.
+
+    ``name``: the tool's own name split into words (without the ``mcp__`` prefix; the server
+    part stays, since it is part of the name); ``server``: the MCP server name;
+    ``hint``: the search hint; ``description``: the description;
+    ``params``: the parameter names split into words; ``param_descriptions``: each
+    parameter's description. Empty fields are skipped. ``max_words`` keeps the first that many
+    words (None: all).
+    """
+    text = _sentences(_field_text(tool, field).strip() for field in fields)
+    return cap_words(text, max_words)
+
+
+def cap_words(text: str, max_words: int | None) -> str:
+    """The first ``max_words`` whitespace-separated words of ``text`` (all when None)."""
+    if max_words is None:
+        return text
+    words = text.split()
+    return text if len(words) <= max_words else " ".join(words[:max_words])
+
+
+def _sentences(pieces: Iterable[str]) -> str:
+    """Non-empty pieces as sentences: a full stop is added only where one is missing."""
+    out = ""
+    for piece in pieces:
+        if not piece:
+            continue
+        if out:
+            out += " " if out[-1] in ".!?;:" else ". "
+        out += piece
+    return out
+
+
+def check_fields(fields: Iterable[str]) -> tuple[str, ...]:
+    """``fields`` as a tuple, or a :class:`ConfigError` naming the unknown or missing ones."""
+    if isinstance(fields, str):
+        fields = [fields]
+    chosen = tuple(fields)
+    unknown = [f for f in chosen if f not in TEXT_FIELDS]
+    if unknown:
+        raise ConfigError(
+            f"unknown embedding text field(s) {unknown}; choose from {', '.join(TEXT_FIELDS)}"
+        )
+    if not chosen:
+        raise ConfigError(f"embedding needs at least one text field; choose from {TEXT_FIELDS}")
+    return chosen

