@@ -140,6 +140,33 @@ REGISTRY: tuple[Result, ...] = (
         {"bench_backends": script_table("bench_backends", "results")},
     ),
     Result(
+        "bench_startup",
+        "python benchmarks/bench_startup.py --out benchmarks/results/bench_startup.json",
+        {"bench_startup": script_table("bench_startup")},
+    ),
+    Result(
+        "bench_embedding_10k",
+        "python benchmarks/bench_embedding.py --tools 10000 "
+        "--out benchmarks/results/bench_embedding_10k.json",
+        {
+            "bench_embedding_10k": lambda data: _script("bench_embedding").markdown(
+                [data, json.loads((RESULTS / "bench_embedding_10k_warm.json").read_text("utf-8"))]
+            )
+        },
+    ),
+    Result(
+        "bench_pool_updates",
+        "python benchmarks/bench_pool_updates.py --sizes 10000,100000 --repeat 3 "
+        "--out benchmarks/results/bench_pool_updates.json",
+        {"bench_pool_updates": script_table("bench_pool_updates")},
+    ),
+    Result(
+        "bench_postgres",
+        "python benchmarks/bench_postgres.py --only load --tools 100000 --replicas 4 "
+        "--clients 32 --duration 30 --out benchmarks/results/bench_postgres.json",
+        {"bench_postgres": script_table("bench_postgres")},
+    ),
+    Result(
         "baseline",
         "toolsearch bench --split all --quiet --json-out benchmarks/baseline.json",
         path=ROOT / "benchmarks" / "baseline.json",
