@@ -13,6 +13,7 @@ from toolsearch.backend import Hit
 from toolsearch.backends.embedding import HashingEncoder
 from toolsearch.backends.hybrid import (
     DEFAULT_K,
+    DEFAULT_MEMBER_OPTIONS,
     DEFAULT_MEMBERS,
     HybridBackend,
     rrf_fuse,
@@ -58,7 +59,7 @@ def test_rrf_formula() -> None:
 
 def test_fuses_the_members_own_rankings() -> None:
     tools = _tools()
-    hybrid = _hybrid(k=10, depth=4, members={"keyword": 2.0, "embedding": 1.0})
+    hybrid = _hybrid(k=10, depth=4, members={"keyword": 2.0, "embedding": 1.0}, fusion="rrf")
     hybrid.index(tools)
     query = parse_query("read slack messages")
     keyword, embedding = hybrid.members["keyword"], hybrid.members["embedding"]
@@ -86,10 +87,10 @@ def test_weights_shift_the_ranking() -> None:
         Tool("mcp__e__z", "Nothing here."),
     ]
     query = parse_query("cat")
-    names_only = HybridBackend(members={"keyword": 1.0})
+    names_only = HybridBackend(members={"keyword": 1.0}, fusion="rrf")
     names_only.index(tools)
     assert [h.name for h in names_only.search(query, 1)] == ["mcp__a__cat"]
-    single = HybridBackend(members=["keyword"])
+    single = HybridBackend(members=["keyword"], fusion="rrf")
     single.index(tools)
     assert single.search(query, 5) == [
         h.__class__(h.name, round(1 / (DEFAULT_K + i), 12))
@@ -101,7 +102,7 @@ def test_member_ties_keep_pool_order() -> None:
     twins = [Tool(f"mcp__s{i}__lookup_record", "Look up a record.") for i in range(6)]
     plain = [Tool(f"LookupRecord{i}", "Look up a record.") for i in range(2)]
     options = {"embedding": {**FAKE_EMBEDDING["embedding"], "fields": ["description"]}}
-    hybrid = _hybrid(members=["embedding"], member_options=options)
+    hybrid = _hybrid(members=["embedding"], member_options=options, name_weight=0)
     hybrid.index(list(reversed(twins + plain)))
     expected = [t.name for t in plain] + [t.name for t in twins]
     for k in (1, 3, 8, 20):
@@ -122,7 +123,9 @@ class _FixedRanking(KeywordBackend):
 
 def test_equal_fused_scores_tie_in_pool_order() -> None:
     tools = [Tool("mcp__a__x", "x"), Tool("Zed", "z"), Tool("Alpha", "a"), Tool("mcp__b__y", "y")]
-    hybrid = HybridBackend(members=["keyword", "embedding"], member_options=FAKE_EMBEDDING)
+    hybrid = HybridBackend(
+        members=["keyword", "embedding"], member_options=FAKE_EMBEDDING, fusion="rrf"
+    )
     # each tool is first for one member and second for the other: equal RRF sums
     hybrid.members = {
         "keyword": _FixedRanking(["mcp__b__y", "Zed", "mcp__a__x", "Alpha"]),
@@ -238,7 +241,9 @@ def test_requires_and_extra_describe_the_default_members() -> None:
         requires.update(getattr(cls, "requires", ()))
         if getattr(cls, "extra", None):
             extras.add(cls.extra)
-    assert set(HybridBackend.requires) == requires
+    # the default bm25 member stems (DEFAULT_MEMBER_OPTIONS), which needs PyStemmer
+    assert DEFAULT_MEMBER_OPTIONS["bm25"]["stem"] is True
+    assert set(HybridBackend.requires) == requires | {"Stemmer"}
     assert set((HybridBackend.extra or "").split(",")) - {""} == extras
     incremental = all(registry._backend_class(m).incremental for m in DEFAULT_MEMBERS)
     assert HybridBackend.incremental is incremental
