@@ -28,7 +28,8 @@ from typing import Any, ClassVar
 from toolsearch.backend import BaseBackend, Hit, IncrementalBackend, SearchBackend
 from toolsearch.errors import ConfigError
 from toolsearch.fusion import NORMALISERS, Fuser, NameWords, name_words, rrf_fuse
-from toolsearch.query import ParsedQuery
+from toolsearch.multistep import search_steps
+from toolsearch.query import ParsedQuery, parse_query
 from toolsearch.tool import Tool, pool_sort_key
 
 __all__ = [
@@ -54,6 +55,8 @@ FUSIONS: tuple[str, ...] = ("convex", "rrf")
 DEFAULT_FUSION = "convex"
 #: Weight of the name-match feature in convex fusion.
 DEFAULT_NAME_WEIGHT = 0.2
+#: Whether multi-clause requests are split into steps searched one by one.
+DEFAULT_MULTISTEP = False
 #: The RRF constant used when none is configured (``fusion="rrf"``).
 DEFAULT_K = 5
 #: How many hits each member contributes when ``depth`` is not configured.
@@ -157,9 +160,10 @@ class HybridBackend(BaseBackend):
     :data:`DEFAULT_MEMBERS`. ``fusion``: ``"convex"`` or ``"rrf"``. ``k``: the RRF constant.
     ``depth``: hits taken from each member (at least the requested ``k`` of a search).
     ``normalise``: per-member ``"max"`` or ``"minmax"`` (convex fusion). ``name_weight``: weight
-    of the name-match feature (convex fusion; 0 turns it off). ``member_options``: constructor
-    options per member, e.g. ``{"embedding": {"model": ...}}``; a member without an entry gets
-    :data:`DEFAULT_MEMBER_OPTIONS`.
+    of the name-match feature (convex fusion; 0 turns it off). ``multistep``: search each step
+    of a multi-clause request and merge (:mod:`toolsearch.multistep`). ``member_options``:
+    constructor options per member, e.g. ``{"embedding": {"model": ...}}``; a member without
+    an entry gets :data:`DEFAULT_MEMBER_OPTIONS`.
 
     It is incremental when every member is (updates are forwarded to the members); ``requires``
     and ``extra`` describe the default members, so the registry's install hint names the
@@ -188,6 +192,7 @@ class HybridBackend(BaseBackend):
         fusion: str = DEFAULT_FUSION,
         normalise: Mapping[str, str] | None = None,
         name_weight: float = DEFAULT_NAME_WEIGHT,
+        multistep: bool = DEFAULT_MULTISTEP,
     ) -> None:
         super().__init__()
         if isinstance(k, bool) or not isinstance(k, int | float) or not 0 <= k < math.inf:
@@ -196,6 +201,9 @@ class HybridBackend(BaseBackend):
             raise ConfigError(f"hybrid depth must be a positive integer, got {depth!r}")
         if fusion not in FUSIONS:
             raise ConfigError(f"hybrid fusion must be one of {', '.join(FUSIONS)}, got {fusion!r}")
+        if not isinstance(multistep, bool):
+            raise ConfigError(f"hybrid multistep must be true or false, got {multistep!r}")
+        self.multistep = multistep
         self.weights = _check_members(members)
         self.fusion = fusion
         self.normalise = _check_normalise(normalise, self.weights)
@@ -267,6 +275,18 @@ class HybridBackend(BaseBackend):
     def search(self, query: ParsedQuery, k: int) -> list[Hit]:
         if k <= 0 or query.is_empty or not self._tools:
             return []
+        if self.multistep and not query.required:
+            return search_steps(
+                lambda text, n: self._search_one(parse_query(text), n),
+                query.raw,
+                k,
+                depth=max(self.depth, k),
+            )
+        return self._search_one(query, k)
+
+    def _search_one(self, query: ParsedQuery, k: int) -> list[Hit]:
+        if query.is_empty:
+            return []
         fused = self.fuse(query, self.member_hits(query, max(self.depth, k)))
         tools = self._tools
         ranked = sorted(fused, key=lambda name: (-fused[name], pool_sort_key(tools[name])))
@@ -281,6 +301,7 @@ class HybridBackend(BaseBackend):
             "depth": self.depth,
             "normalise": dict(self.normalise),
             "name_weight": self.name_weight,
+            "multistep": self.multistep,
             "member_params": {
                 name: member.params() if hasattr(member, "params") else {}
                 for name, member in self.members.items()

@@ -18,7 +18,7 @@ import gzip
 import hashlib
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -117,10 +117,8 @@ def member_hits(
     if texts is not None:
         joined = "\n".join(f"{k}\t{v}" for k, v in texts.items())
         extra = "." + hashlib.sha256(joined.encode()).hexdigest()[:12]
-    file = (
-        folder
-        / f"{sample.dataset.name}.{sample.split}.{sample.key(limit)}.{member.label}.{member.key()}{extra}.json.gz"
-    )
+    stem = f"{sample.dataset.name}.{sample.split}.{sample.key(limit)}"
+    file = folder / f"{stem}.{member.label}.{member.key()}{extra}.json.gz"
     if file.is_file():
         with gzip.open(file, "rt", encoding="utf-8") as handle:
             stored: dict[str, Scored] = {

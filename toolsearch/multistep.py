@@ -19,10 +19,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from toolsearch.backend import Hit
 
-__all__ = ["MIN_CLAUSE_WORDS", "MIN_SPLIT_WORDS", "merge_round_robin", "split_steps"]
+__all__ = [
+    "MIN_CLAUSE_WORDS",
+    "MIN_SPLIT_WORDS",
+    "merge_matches",
+    "merge_round_robin",
+    "search_steps",
+    "split_steps",
+]
 
 #: Requests shorter than this many words are never split.
 MIN_SPLIT_WORDS = 8
@@ -94,3 +102,17 @@ def search_steps(
         return search(text, k)
     rankings = [search(text, depth)] + [search(step, depth) for step in steps]
     return merge_round_robin(rankings, k)
+
+
+def merge_matches(results: Sequence[Sequence[Any]], k: int) -> list[Any]:
+    """Round-robin merge of several calls' matches (first call first), each tool once, at most
+    ``k``: what :meth:`toolsearch.engine.ToolSearch.search_many` returns."""
+    seen: set[str] = set()
+    merged: list[Any] = []
+    depth = max((len(r) for r in results), default=0)
+    for position in range(depth):
+        for matches in results:
+            if position < len(matches) and matches[position].name not in seen:
+                seen.add(matches[position].name)
+                merged.append(matches[position])
+    return merged[: max(k, 0)]
