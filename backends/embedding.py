@@ -2,7 +2,7 @@
 
 Each tool becomes one short text (see :func:`tool_text`; by default its name split into words,
 its search hint and its description — the combination that scored best on the public dev sets,
-see ``benchmarks/tune_hybrid.py``). Texts are encoded once into L2-normalised float32 vectors;
+see ``docs/retrieval.md``). Texts are encoded once into L2-normalised float32 vectors;
 a query is encoded the same way and the ranking is the exact cosine similarity, one
 matrix-vector product, with ``numpy.argpartition`` picking the top ``k``. Scores above zero are
 kept; ties (identical vectors, e.g. duplicate-looking tools) keep pool order.
@@ -78,7 +78,7 @@ TEXT_FIELDS: tuple[str, ...] = (
     "param_descriptions",
 )
 
-#: The fields embedded by default (chosen by ``benchmarks/tune_hybrid.py``).
+#: The fields embedded by default (measured, see ``docs/retrieval.md``).
 DEFAULT_FIELDS: tuple[str, ...] = (
     "name",
     "hint",

@@ -176,23 +176,33 @@ def scores(data: Data, ranked: Mapping[str, Sequence[Hit]]) -> dict[str, dict[st
 # --------------------------------------------------------------------------- choosing
 
 
-def choose_default(
-    data: Mapping[tuple[str, str], Data], datasets: Iterable[str]
-) -> tuple[float, float, float]:
-    """The (embedding weight, name weight) with the best mean dev ndcg@10 over ``datasets``,
-    and that mean."""
-    best: tuple[float, float, float] = (0.0, 0.0, -1.0)
-    chosen = list(datasets)
+Grid = dict[tuple[float, float], dict[str, float]]
+
+
+def grid_scores(data: Mapping[tuple[str, str], Data]) -> Grid:
+    """Dev ndcg@10 of the default's form for every (embedding weight, name weight) of the grid,
+    per dataset."""
+    grid: Grid = {}
     for embedding in EMBEDDING_GRID:
         for name_weight in NAME_GRID:
             variant = default_variant(embedding, name_weight)
-            mean = sum(
-                scores(data[d, "dev"], rank(data[d, "dev"], variant))["all"][OBJECTIVE]
-                for d in chosen
-            ) / len(chosen)
-            log(f"  embedding {embedding} name {name_weight}: dev {OBJECTIVE} {mean:.4f}")
-            if mean > best[2] + 1e-9:
-                best = (embedding, name_weight, mean)
+            grid[embedding, name_weight] = {
+                d: scores(data[d, "dev"], rank(data[d, "dev"], variant))["all"][OBJECTIVE]
+                for d in DATASETS
+            }
+            log(f"  embedding {embedding} name {name_weight}: {grid[embedding, name_weight]}")
+    return grid
+
+
+def choose_default(grid: Grid, datasets: Iterable[str]) -> tuple[float, float, float]:
+    """The (embedding weight, name weight) with the best mean dev ndcg@10 over ``datasets``
+    (the first of the grid on a tie), and that mean."""
+    chosen = list(datasets)
+    best: tuple[float, float, float] = (0.0, 0.0, -1.0)
+    for (embedding, name_weight), by_dataset in grid.items():
+        mean = sum(by_dataset[d] for d in chosen) / len(chosen)
+        if mean > best[2] + 1e-9:
+            best = (embedding, name_weight, mean)
     return best
 
 
@@ -292,14 +302,13 @@ def significance(
     return out
 
 
-def lodo(data: Mapping[tuple[str, str], Data]) -> dict[str, Any]:
+def lodo(data: Mapping[tuple[str, str], Data], grid: Grid) -> dict[str, Any]:
     """Leave-one-dataset-out: settings chosen on the other datasets' dev splits, scored on the
     left-out dataset's test split."""
     out: dict[str, Any] = {}
     for held in DATASETS:
         others = [d for d in DATASETS if d != held]
-        log(f"LODO: choosing on {others}")
-        embedding, name_weight, _ = choose_default(data, others)
+        embedding, name_weight, _ = choose_default(grid, others)
         variant = default_variant(embedding, name_weight)
         test = data[held, "test"]
         out[held] = {
@@ -403,7 +412,8 @@ def main(argv: Iterable[str] | None = None) -> int:
     cache = args.cache or default_runs_dir()
     data = {(d, s): load_data(d, s, args.limit, cache) for d in DATASETS for s in SPLITS}
     log("choosing the default on the dev splits")
-    embedding, name_weight, dev_mean = choose_default(data, DATASETS)
+    grid = grid_scores(data)
+    embedding, name_weight, dev_mean = choose_default(grid, DATASETS)
     chosen = variants(embedding, name_weight)
     results: dict[str, Any] = {
         "benchmark": "ablation",
@@ -430,7 +440,8 @@ def main(argv: Iterable[str] | None = None) -> int:
     default = next(v for v in chosen if v.name.endswith("(default)"))
     threshold = choose_abstention(data, default)
     results["abstention"] = abstention_report(data, default, threshold)
-    results["lodo"] = lodo(data)
+    results["lodo"] = lodo(data, grid)
+    results["grid"] = {f"{e}/{w}": v for (e, w), v in grid.items()}
     check_against_backend(data["mcp-workbench", "test"], default)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
