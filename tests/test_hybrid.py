@@ -247,3 +247,55 @@ def test_requires_and_extra_describe_the_default_members() -> None:
     assert set((HybridBackend.extra or "").split(",")) - {""} == extras
     incremental = all(registry._backend_class(m).incremental for m in DEFAULT_MEMBERS)
     assert HybridBackend.incremental is incremental
+
+
+def test_default_is_convex_fusion_with_name_match() -> None:
+    hybrid = _hybrid()
+    params = hybrid.params()
+    assert params["fusion"] == "convex" and params["name_weight"] == 0.2
+    assert params["normalise"] == {"keyword": "max", "embedding": "minmax"}
+    assert params["multistep"] is False
+    assert DEFAULT_MEMBERS == {"embedding": 0.65, "bm25": 0.2, "fts5": 0.15}
+    assert DEFAULT_MEMBER_OPTIONS["bm25"] == {"stem": True, "stopwords": True}
+
+
+def test_convex_fusion_keeps_an_exact_name_first() -> None:
+    tools = [
+        Tool("mcp__github__create_pull_request", "Open a new pull request."),
+        Tool("mcp__github__create_pull_request_review", "Review a pull request."),
+        Tool("mcp__github__list_pull_requests", "List the pull requests of a repository."),
+    ]
+    hybrid = _hybrid(members={"keyword": 0.5, "embedding": 0.5})
+    hybrid.index(tools)
+    hits = hybrid.search(parse_query("create a github pull request"), 3)
+    assert hits[0].name == "mcp__github__create_pull_request"
+    assert all(h.score > 0 for h in hits)
+
+
+def test_multistep_option_searches_each_step() -> None:
+    tools = _tools()
+    single = HybridBackend(members=["keyword"])
+    multi = HybridBackend(members=["keyword"], multistep=True)
+    for backend in (single, multi):
+        backend.index(tools)
+    query = parse_query("read the latest slack channel messages and then create a calendar event")
+    top2 = [h.name for h in multi.search(query, 2)]
+    assert set(top2) == {"mcp__slack__read_channel", "mcp__gcal__create_event"}
+    short = parse_query("github issue")
+    assert multi.search(short, 3) == single.search(short, 3)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"fusion": "sum"}, "fusion must be one of convex, rrf"),
+        ({"normalise": {"bm25": "max"}}, "not a member"),
+        ({"normalise": {"keyword": "zscore"}}, "must be one of max, minmax"),
+        ({"name_weight": -1}, "non-negative"),
+        ({"name_weight": "high"}, "finite number"),
+        ({"multistep": "yes"}, "multistep must be true or false"),
+    ],
+)
+def test_bad_fusion_options(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        HybridBackend(members=["keyword"], **options)

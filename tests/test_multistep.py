@@ -59,7 +59,9 @@ def test_search_steps_only_splits_long_requests() -> None:
     assert search_steps(search, "send a message", 5, depth=10) == [Hit("send", 1.0)]
     assert calls == ["send a message"]
     calls.clear()
-    hits = search_steps(search, "Read the Jira issue OPS-200 and then post it on Slack", 5, depth=10)
+    hits = search_steps(
+        search, "Read the Jira issue OPS-200 and then post it on Slack", 5, depth=10
+    )
     assert calls == [
         "Read the Jira issue OPS-200 and then post it on Slack",
         "Read the Jira issue OPS-200",
