@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 from toolsearch.backend import BaseBackend, Hit, IncrementalBackend, SearchBackend
 from toolsearch.errors import ConfigError
 from toolsearch.fusion import NORMALISERS, Fuser, NameWords, name_words, rrf_fuse
-from toolsearch.multistep import search_steps
+from toolsearch.multistep import search_steps, split_steps
 from toolsearch.query import ParsedQuery, parse_query
 from toolsearch.tool import Tool, pool_sort_key
 
@@ -134,6 +134,21 @@ def _check_normalise(normalise: Mapping[str, str] | None, members: Iterable[str]
     return chosen
 
 
+def _check_min_scores(
+    limits: Mapping[str, float] | None, members: Iterable[str]
+) -> dict[str, float]:
+    if limits is None:
+        return {}
+    if not isinstance(limits, Mapping):
+        raise ConfigError(f"hybrid min_member_score must be a table of scores, got {limits!r}")
+    names = set(members)
+    for member, limit in limits.items():
+        if member not in names:
+            raise ConfigError(f"hybrid min_member_score names {member!r}, which is not a member")
+        _check_number(f"min_member_score[{member!r}]", limit)
+    return {member: float(limit) for member, limit in limits.items()}
+
+
 def _check_member_options(
     options: Mapping[str, Mapping[str, Any]] | None, members: Iterable[str]
 ) -> dict[str, dict[str, Any]]:
@@ -161,7 +176,9 @@ class HybridBackend(BaseBackend):
     ``depth``: hits taken from each member (at least the requested ``k`` of a search).
     ``normalise``: per-member ``"max"`` or ``"minmax"`` (convex fusion). ``name_weight``: weight
     of the name-match feature (convex fusion; 0 turns it off). ``multistep``: search each step
-    of a multi-clause request and merge (:mod:`toolsearch.multistep`). ``member_options``:
+    of a multi-clause request and merge (:mod:`toolsearch.multistep`). ``min_member_score``:
+    ``{member: score}``; no hits ("no tool fits") when every listed member's best raw score is
+    below its threshold (``docs/retrieval.md``). ``member_options``:
     constructor options per member, e.g. ``{"embedding": {"model": ...}}``; a member without
     an entry gets :data:`DEFAULT_MEMBER_OPTIONS`.
 
@@ -193,6 +210,7 @@ class HybridBackend(BaseBackend):
         normalise: Mapping[str, str] | None = None,
         name_weight: float = DEFAULT_NAME_WEIGHT,
         multistep: bool = DEFAULT_MULTISTEP,
+        min_member_score: Mapping[str, float] | None = None,
     ) -> None:
         super().__init__()
         if isinstance(k, bool) or not isinstance(k, int | float) or not 0 <= k < math.inf:
@@ -209,6 +227,7 @@ class HybridBackend(BaseBackend):
         self.normalise = _check_normalise(normalise, self.weights)
         self.name_weight = _check_number("name_weight", name_weight)
         self.member_options = _check_member_options(member_options, self.weights)
+        self.min_member_score = _check_min_scores(min_member_score, self.weights)
         from toolsearch.registry import load_backend
 
         self.k = k
@@ -272,22 +291,39 @@ class HybridBackend(BaseBackend):
         fused = self.fuser.fuse(query, hits, self._name_words)
         return {name: score for name, score in fused.items() if name in self._tools}
 
+    def abstains(self, hits: Mapping[str, Sequence[Hit]]) -> bool:
+        """Whether no tool fits: every member of ``min_member_score`` has its best raw score
+        below its threshold (never when ``min_member_score`` is empty)."""
+        limits = self.min_member_score
+        if not limits:
+            return False
+        return all(
+            not hits.get(member) or hits[member][0].score < limit
+            for member, limit in limits.items()
+        )
+
     def search(self, query: ParsedQuery, k: int) -> list[Hit]:
         if k <= 0 or query.is_empty or not self._tools:
             return []
-        if self.multistep and not query.required:
+        depth = max(self.depth, k)
+        hits = self.member_hits(query, depth)
+        if self.abstains(hits):
+            return []
+        if self.multistep and not query.required and len(split_steps(query.raw)) > 1:
             return search_steps(
-                lambda text, n: self._search_one(parse_query(text), n),
-                query.raw,
-                k,
-                depth=max(self.depth, k),
+                lambda text, n: self._ranked(parse_query(text), None, n), query.raw, k, depth=depth
             )
-        return self._search_one(query, k)
+        return self._ranked(query, hits, k)
 
-    def _search_one(self, query: ParsedQuery, k: int) -> list[Hit]:
+    def _ranked(
+        self, query: ParsedQuery, hits: Mapping[str, Sequence[Hit]] | None, k: int
+    ) -> list[Hit]:
+        """The fused ranking of ``query`` (member ``hits`` computed here when None)."""
         if query.is_empty:
             return []
-        fused = self.fuse(query, self.member_hits(query, max(self.depth, k)))
+        if hits is None:
+            hits = self.member_hits(query, max(self.depth, k))
+        fused = self.fuse(query, hits)
         tools = self._tools
         ranked = sorted(fused, key=lambda name: (-fused[name], pool_sort_key(tools[name])))
         return [Hit(name, fused[name]) for name in ranked[:k] if fused[name] > 0]
@@ -302,6 +338,7 @@ class HybridBackend(BaseBackend):
             "normalise": dict(self.normalise),
             "name_weight": self.name_weight,
             "multistep": self.multistep,
+            "min_member_score": dict(self.min_member_score),
             "member_params": {
                 name: member.params() if hasattr(member, "params") else {}
                 for name, member in self.members.items()

@@ -299,3 +299,18 @@ def test_multistep_option_searches_each_step() -> None:
 def test_bad_fusion_options(options: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         HybridBackend(members=["keyword"], **options)
+
+
+def test_min_member_score_abstains_when_no_member_is_sure() -> None:
+    tools = _tools()
+    sure = HybridBackend(members=["keyword"], min_member_score={"keyword": 1.0})
+    picky = HybridBackend(members=["keyword"], min_member_score={"keyword": 1e9})
+    for backend in (sure, picky):
+        backend.index(tools)
+    query = parse_query("slack message")
+    assert sure.search(query, 3) and picky.search(query, 3) == []
+    assert picky.params()["min_member_score"] == {"keyword": 1e9}
+    with pytest.raises(ConfigError, match="not a member"):
+        HybridBackend(members=["keyword"], min_member_score={"bm25": 1.0})
+    with pytest.raises(ConfigError, match="finite number"):
+        HybridBackend(members=["keyword"], min_member_score={"keyword": "x"})
