@@ -38,6 +38,7 @@ __all__ = [
     "DEFAULT_K",
     "DEFAULT_MEMBERS",
     "DEFAULT_MEMBER_OPTIONS",
+    "DEFAULT_MIN_SIMILARITY",
     "DEFAULT_NAME_WEIGHT",
     "FUSIONS",
     "HybridBackend",
@@ -55,6 +56,9 @@ FUSIONS: tuple[str, ...] = ("convex", "rrf")
 DEFAULT_FUSION = "convex"
 #: Weight of the name-match feature in convex fusion.
 DEFAULT_NAME_WEIGHT = 0.2
+#: "No tool fits" below this best embedding cosine (the default embedding model only): the
+#: highest threshold costing at most .01 recall@5 on every dev split (``docs/retrieval.md``).
+DEFAULT_MIN_SIMILARITY = 0.23
 #: Whether multi-clause requests are split into steps searched one by one.
 DEFAULT_MULTISTEP = False
 #: The RRF constant used when none is configured (``fusion="rrf"``).
@@ -134,6 +138,15 @@ def _check_normalise(normalise: Mapping[str, str] | None, members: Iterable[str]
     return chosen
 
 
+def _default_min_scores(
+    members: Mapping[str, float], options: Mapping[str, Mapping[str, Any]]
+) -> dict[str, float]:
+    """The calibrated abstention threshold, for an embedding member with the default model."""
+    if "embedding" in members and not options.get("embedding"):
+        return {"embedding": DEFAULT_MIN_SIMILARITY}
+    return {}
+
+
 def _check_min_scores(
     limits: Mapping[str, float] | None, members: Iterable[str]
 ) -> dict[str, float]:
@@ -178,7 +191,8 @@ class HybridBackend(BaseBackend):
     of the name-match feature (convex fusion; 0 turns it off). ``multistep``: search each step
     of a multi-clause request and merge (:mod:`toolsearch.multistep`). ``min_member_score``:
     ``{member: score}``; no hits ("no tool fits") when every listed member's best raw score is
-    below its threshold (``docs/retrieval.md``). ``member_options``:
+    below its threshold (``docs/retrieval.md``); by default :data:`DEFAULT_MIN_SIMILARITY` for
+    an embedding member with the default model, ``{}`` turns it off. ``member_options``:
     constructor options per member, e.g. ``{"embedding": {"model": ...}}``; a member without
     an entry gets :data:`DEFAULT_MEMBER_OPTIONS`.
 
@@ -227,6 +241,8 @@ class HybridBackend(BaseBackend):
         self.normalise = _check_normalise(normalise, self.weights)
         self.name_weight = _check_number("name_weight", name_weight)
         self.member_options = _check_member_options(member_options, self.weights)
+        if min_member_score is None:
+            min_member_score = _default_min_scores(self.weights, member_options or {})
         self.min_member_score = _check_min_scores(min_member_score, self.weights)
         from toolsearch.registry import load_backend
 

@@ -108,13 +108,38 @@ def default_variant(embedding: float, name_weight: float, name: str = "default")
 
 @dataclass
 class Data:
-    """One sample with its cached member hits (whole queries and split steps)."""
+    """One sample with its cached member hits (whole queries and split steps).
+
+    ``tasks`` holds the step groups of multi-step task queries (``task_qrels.tsv``: a task
+    needs one tool of each group); they are scored apart from the graded qrels and never count
+    as negatives.
+    """
 
     sample: Sample
     hits: dict[str, dict[str, Scored]]
     step_hits: dict[str, dict[str, Scored]]
     steps: dict[str, list[str]]
     names: dict[str, NameWords] = field(default_factory=dict)
+    tasks: dict[str, list[set[str]]] = field(default_factory=dict)
+
+    def is_negative(self, qid: str) -> bool:
+        return qid not in self.sample.qrels and qid not in self.tasks
+
+
+def task_groups(sample: Sample) -> dict[str, list[set[str]]]:
+    """``{query id: [tools of group 1, ...]}`` from the dataset's ``task_qrels.tsv`` (the
+    optional group column file), for the sample's queries; empty when there is none."""
+    path = sample.dataset.path
+    file = path / "task_qrels.tsv" if path is not None else None
+    if file is None or not file.is_file():
+        return {}
+    wanted = {q.id for q in sample.queries}
+    groups: dict[str, dict[str, set[str]]] = {}
+    for line in file.read_text(encoding="utf-8").splitlines()[1:]:
+        qid, tool, _, group = line.split("\t")[:4]
+        if qid in wanted:
+            groups.setdefault(qid, {}).setdefault(group, set()).add(tool)
+    return {qid: list(by_group.values()) for qid, by_group in groups.items()}
 
 
 def load_data(name: str, split: str, limit: int | None, cache: Path) -> Data:
@@ -128,7 +153,7 @@ def load_data(name: str, split: str, limit: int | None, cache: Path) -> Data:
         if m in ("embedding", "bm25_stem", "fts5")
     }
     names = {tool.name: name_words(tool) for tool in sample.dataset.tools}
-    return Data(sample, hits, step_hits, steps, names)
+    return Data(sample, hits, step_hits, steps, names, task_groups(sample))
 
 
 def _fused(variant: Variant, text: str, hits: Mapping[str, Scored], names: Any) -> list[Hit]:
@@ -166,10 +191,30 @@ def scores(data: Data, ranked: Mapping[str, Sequence[Hit]]) -> dict[str, dict[st
                 groups.setdefault(query.style, []).append(query.id)
             if len(qrels[query.id]) > 1:
                 groups.setdefault("multi-tool", []).append(query.id)
-    return {
+    out = {
         group: {m: round(sum(per_query[m][q] for q in ids) / len(ids), 4) for m in METRICS}
         for group, ids in groups.items()
         if ids
+    }
+    if data.tasks:
+        out["task"] = task_scores(data.tasks, names)
+    return out
+
+
+def task_scores(
+    tasks: Mapping[str, list[set[str]]], names: Mapping[str, Sequence[str]]
+) -> dict[str, float]:
+    """recall@5 (share of a task's groups with a tool in the top 5) and complete@5 (every
+    group served) over the task queries."""
+    recall = complete = 0.0
+    for qid, groups in tasks.items():
+        top = set(names[qid][:5])
+        served = sum(1 for group in groups if group & top)
+        recall += served / len(groups)
+        complete += served == len(groups)
+    return {
+        "recall@5": round(recall / len(tasks), 4),
+        "complete@5": round(complete / len(tasks), 4),
     }
 
 
@@ -221,7 +266,7 @@ def abstention_effect(
         for qid, hits in ranked.items()
     }
     before, after = scores(data, ranked)["all"], scores(data, kept)["all"]
-    negatives = [q.id for q in data.sample.queries if not data.sample.is_positive(q)]
+    negatives = [q.id for q in data.sample.queries if data.is_negative(q.id)]
     fpr = sum(1 for q in negatives if kept[q]) / len(negatives) if negatives else None
     out = {"recall@5_cost": round(before["recall@5"] - after["recall@5"], 4)}
     if fpr is not None:
@@ -347,6 +392,7 @@ TABLE_GROUPS = (
     ("mcp-workbench", "keywords", "hit@1"),
     ("mcp-workbench", "hard", "recall@5"),
     ("mcp-workbench", "multi-tool", "recall@5"),
+    ("mcp-workbench", "task", "recall@5"),
     ("metatool", "all", "ndcg@10"),
     ("bfcl", "all", "ndcg@10"),
 )

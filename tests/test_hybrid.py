@@ -314,3 +314,14 @@ def test_min_member_score_abstains_when_no_member_is_sure() -> None:
         HybridBackend(members=["keyword"], min_member_score={"bm25": 1.0})
     with pytest.raises(ConfigError, match="finite number"):
         HybridBackend(members=["keyword"], min_member_score={"keyword": "x"})
+
+
+def test_default_abstention_only_for_the_default_embedding_model() -> None:
+    from toolsearch.backends.hybrid import DEFAULT_MIN_SIMILARITY
+
+    assert HybridBackend(members=["embedding", "keyword"]).min_member_score == {
+        "embedding": DEFAULT_MIN_SIMILARITY
+    }
+    assert _hybrid().min_member_score == {}  # a configured embedding model is not calibrated
+    assert HybridBackend(members=["keyword"]).min_member_score == {}
+    assert HybridBackend(members=["embedding"], min_member_score={}).min_member_score == {}
