@@ -133,6 +133,7 @@ def member_hits(
     backend = load_backend(member.backend, **dict(member.options))
     backend.index(list(sample.dataset.tools))
     wanted = dict(texts) if texts is not None else {q.id: q.text for q in sample.queries}
+    _encode_queries_in_batches(backend, list(wanted.values()))
     hits: dict[str, Scored] = {}
     for qid, text in wanted.items():
         hits[qid] = [(h.name, h.score) for h in backend.search(parse_query(text), DEPTH)]
@@ -142,3 +143,18 @@ def member_hits(
         json.dump(hits, handle)
     tmp.replace(file)
     return hits
+
+
+def _encode_queries_in_batches(backend: Any, texts: list[str]) -> None:
+    """Fill an embedding backend's query-vector memory in batches (many times faster than one
+    query at a time; the vectors are the same the backend would compute per query)."""
+    from toolsearch.backends.embedding import EmbeddingBackend, _normalise
+
+    if not isinstance(backend, EmbeddingBackend):
+        return
+    unique = list(dict.fromkeys(t for t in texts if t.strip()))
+    if not unique:
+        return
+    backend.query_cache_size = max(backend.query_cache_size, len(unique) + 1)
+    for text, vector in zip(unique, _normalise(backend._encode_batches(unique)), strict=True):
+        backend._query_vectors[text] = vector
