@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from toolsearch.backend import BaseBackend, Hit
 from toolsearch.errors import ConfigError
 from toolsearch.query import ParsedQuery
+from toolsearch.stemming import TermNormaliser
 from toolsearch.tokenize import (
     TOKENIZER_VERSION,
     SchemaCache,
@@ -541,8 +542,9 @@ class BM25Backend(BaseBackend):
     Options (keyword only): ``variant`` (``"lucene"``, ``"okapi"``, ``"bm25l"``), ``k1``
     (term-frequency saturation, default 1.2), ``b`` (length normalisation, 0..1, default 0.75),
     ``delta`` (``bm25l`` only), ``epsilon`` (``okapi`` only), ``field_weights`` (integer
-    repetitions per field, merged over the defaults) and ``engine`` (``"numpy"`` or the
-    ``"rank_bm25"`` reference).
+    repetitions per field, merged over the defaults), ``engine`` (``"numpy"`` or the
+    ``"rank_bm25"`` reference), ``stem`` (Snowball stems, PyStemmer) and ``stopwords`` (drop
+    function words), both applied to tools and queries alike (:mod:`toolsearch.stemming`).
     """
 
     name: ClassVar[str] = "bm25"
@@ -561,8 +563,14 @@ class BM25Backend(BaseBackend):
         epsilon: float = 0.25,
         field_weights: Mapping[str, int] | None = None,
         engine: str = "numpy",
+        stem: bool = False,
+        stopwords: bool = False,
     ) -> None:
         super().__init__()
+        for option, value in (("stem", stem), ("stopwords", stopwords)):
+            if not isinstance(value, bool):
+                raise ConfigError(f"bm25 option {option} must be true or false, got {value!r}")
+        self.terms = TermNormaliser(stem=stem, stopwords=stopwords)
         if variant not in VARIANTS:
             raise ConfigError(
                 f"unknown bm25 variant {variant!r}; choose one of: {', '.join(VARIANTS)}"
@@ -601,7 +609,10 @@ class BM25Backend(BaseBackend):
         that want to feed the same tokens to another BM25 implementation)."""
         cache: SchemaCache = {}
         weights = self.field_weights
-        return [weighted_tokens(tool_fields(tool, schema_cache=cache), weights) for tool in tools]
+        terms = self.terms
+        return [
+            terms(weighted_tokens(tool_fields(tool, schema_cache=cache), weights)) for tool in tools
+        ]
 
     def index(self, tools: Sequence[Tool]) -> None:
         """Replace the index with ``tools``; duplicate names keep the last."""
@@ -622,7 +633,7 @@ class BM25Backend(BaseBackend):
         """The best ``k`` tools for ``query``'s tokens, best first, scores above zero."""
         if k <= 0 or query.is_empty or not len(self._engine):
             return []
-        tokens = query_tokens(query)
+        tokens = self.terms(query_tokens(query))
         if not tokens:
             return []
         return [Hit(tool.name, score) for tool, score in self._engine.top(tokens, k)]
@@ -630,7 +641,7 @@ class BM25Backend(BaseBackend):
     def score_all(self, query: ParsedQuery) -> dict[str, float]:
         """Every indexed tool's score for ``query``, zeros included: for differential tests
         against other BM25 implementations and for looking into a ranking."""
-        return self._engine.score_map(query_tokens(query))
+        return self._engine.score_map(self.terms(query_tokens(query)))
 
     def params(self) -> dict[str, object]:
         settings: dict[str, object] = {
@@ -639,6 +650,8 @@ class BM25Backend(BaseBackend):
             "b": self.b,
             "field_weights": dict(self.field_weights),
             "engine": self.engine,
+            "stem": self.terms.stem,
+            "stopwords": self.terms.stopwords,
             "tokenizer_version": TOKENIZER_VERSION,
         }
         if self.variant == "bm25l":

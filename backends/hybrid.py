@@ -1,19 +1,22 @@
-"""Backend ``hybrid``: reciprocal rank fusion (RRF) of any registered backends.
+"""Backend ``hybrid``: fusion of any registered backends — the default backend.
 
-Each member ranks the query on its own (its best ``depth`` hits); a tool's fused score is
+Each member ranks the query on its own (its best ``depth`` hits) and the hybrid combines them
+(:mod:`toolsearch.fusion`):
 
-    score(tool) = Σ_members  weight_m / (k + rank_m(tool))
-
-over the members that returned it, ``rank`` counting from 1 (Cormack, Clarke and Büttcher,
-"Reciprocal rank fusion outperforms Condorcet and individual rank learning methods", SIGIR
-2009; ``k = 60`` is their constant). RRF reads ranks only, so members with incomparable score
-scales (BM25 sums, cosines, keyword points) combine without calibration.
+``fusion="convex"`` (default)
+    each member's scores normalised per query (``max`` for lexical members, ``minmax`` for
+    ``embedding``), then ``Σ w_m · norm_m(tool) / Σ w_m``, plus ``name_weight`` times the
+    share of the query's content words that are words of the tool's name or server;
+``fusion="rrf"``
+    reciprocal rank fusion, ``Σ w_m / (k + rank_m(tool))`` (Cormack, Clarke and Büttcher,
+    SIGIR 2009), the previous default.
 
 Members are loaded by name through :func:`toolsearch.registry.load_backend`, so a third-party
-backend can be fused like a built-in one. The default members and weights,
-:data:`DEFAULT_MEMBERS` and :data:`DEFAULT_K`, are the best configuration that
-``benchmarks/tune_hybrid.py`` measured among the installed backends on the public dev sets
-(results in ``benchmarks/results/tune_hybrid.json``).
+backend can be fused like a built-in one. The defaults — :data:`DEFAULT_MEMBERS` (embedding
+0.65, bm25 0.2, fts5 0.15), :data:`DEFAULT_MEMBER_OPTIONS` (bm25 with stemming and stop-words),
+:data:`DEFAULT_NAME_WEIGHT` — are what ``benchmarks/ablation.py`` measured best on the dev
+splits of mcp-workbench, MetaTool and BFCL; README "Retrieval quality of the default" and
+``docs/retrieval.md`` give the figures.
 
 A member that may take long to index (``warms = True``, the embedding backend) can be updated
 in the background (``background``; by default when called from a thread running an asyncio
@@ -31,39 +34,48 @@ from typing import Any, ClassVar
 
 from toolsearch.backend import BaseBackend, Hit, IncrementalBackend, SearchBackend
 from toolsearch.errors import ConfigError
-from toolsearch.query import ParsedQuery
+from toolsearch.fusion import NORMALISERS, Fuser, NameWords, name_words, rrf_fuse
+from toolsearch.multistep import search_steps, split_steps
+from toolsearch.query import ParsedQuery, parse_query
 from toolsearch.tool import Tool, pool_sort_key
 
 from .warming import BackgroundUpdates
 
-__all__ = ["DEFAULT_DEPTH", "DEFAULT_K", "DEFAULT_MEMBERS", "HybridBackend", "rrf_fuse"]
+__all__ = [
+    "DEFAULT_DEPTH",
+    "DEFAULT_FUSION",
+    "DEFAULT_K",
+    "DEFAULT_MEMBERS",
+    "DEFAULT_MEMBER_OPTIONS",
+    "DEFAULT_MIN_SIMILARITY",
+    "DEFAULT_NAME_WEIGHT",
+    "FUSIONS",
+    "HybridBackend",
+    "rrf_fuse",
+]
 
 #: Members and weights used when none are configured (measured, see the module docstring).
-DEFAULT_MEMBERS: Mapping[str, float] = {"embedding": 1.0, "fts5": 0.5}
-#: The RRF constant used when none is configured.
+DEFAULT_MEMBERS: Mapping[str, float] = {"embedding": 0.65, "bm25": 0.2, "fts5": 0.15}
+#: Options a member gets unless ``member_options`` gives it its own.
+DEFAULT_MEMBER_OPTIONS: Mapping[str, Mapping[str, Any]] = {
+    "bm25": {"stem": True, "stopwords": True}
+}
+#: The fusion functions.
+FUSIONS: tuple[str, ...] = ("convex", "rrf")
+DEFAULT_FUSION = "convex"
+#: Weight of the name-match feature in convex fusion.
+DEFAULT_NAME_WEIGHT = 0.2
+#: "No tool fits" below this best embedding cosine (the default embedding model only): the
+#: highest threshold costing at most .01 recall@5 on every dev split (``docs/retrieval.md``).
+DEFAULT_MIN_SIMILARITY = 0.23
+#: Whether multi-clause requests are split into steps searched one by one.
+DEFAULT_MULTISTEP = False
+#: The RRF constant used when none is configured (``fusion="rrf"``).
 DEFAULT_K = 5
 #: How many hits each member contributes when ``depth`` is not configured.
-DEFAULT_DEPTH = 50
-
-# Fused sums of the same ranks added in a different member order can differ in the last bit;
-# rounding makes them tie exactly, so the tie-break is pool order.
-_SCORE_DECIMALS = 12
-
-
-def rrf_fuse(
-    rankings: Mapping[str, Sequence[str]],
-    weights: Mapping[str, float],
-    k: float = DEFAULT_K,
-) -> dict[str, float]:
-    """Weighted reciprocal-rank-fusion scores: ``Σ weights[m] / (k + rank)`` per tool, where
-    ``rankings[m]`` lists member ``m``'s tools best first (rank 1 first). Members without a
-    weight count 1. Scores are rounded to 12 decimals so equal rank patterns tie exactly."""
-    fused: dict[str, float] = {}
-    for member, names in rankings.items():
-        weight = float(weights.get(member, 1.0))
-        for rank, name in enumerate(names, start=1):
-            fused[name] = fused.get(name, 0.0) + weight / (k + rank)
-    return {name: round(score, _SCORE_DECIMALS) for name, score in fused.items()}
+DEFAULT_DEPTH = 100
+#: Score normalisation of members not named in ``normalise``: cosines span a narrow band.
+_MINMAX_MEMBERS = frozenset({"embedding"})
 
 
 def _check_members(members: Mapping[str, float] | Sequence[str] | None) -> dict[str, float]:
@@ -111,13 +123,87 @@ class _AllMembersIncremental:
         return all(bool(getattr(m, "incremental", False)) for m in obj.members.values())
 
 
+def _check_number(name: str, value: object, *, positive: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ConfigError(f"hybrid {name} must be a finite number, got {value!r}")
+    if value < 0 or (positive and value == 0):
+        raise ConfigError(
+            f"hybrid {name} must be {'positive' if positive else 'non-negative'}, got {value!r}"
+        )
+    return float(value)
+
+
+def _check_normalise(normalise: Mapping[str, str] | None, members: Iterable[str]) -> dict[str, str]:
+    chosen = {m: ("minmax" if m in _MINMAX_MEMBERS else "max") for m in members}
+    for member, method in dict(normalise or {}).items():
+        if member not in chosen:
+            raise ConfigError(f"hybrid normalise names {member!r}, which is not a member")
+        if method not in NORMALISERS:
+            raise ConfigError(
+                f"hybrid normalise[{member!r}] must be one of {', '.join(NORMALISERS)}, "
+                f"got {method!r}"
+            )
+        chosen[member] = method
+    return chosen
+
+
+def _default_min_scores(
+    members: Mapping[str, float], options: Mapping[str, Mapping[str, Any]]
+) -> dict[str, float]:
+    """The calibrated abstention threshold, for an embedding member with the default model."""
+    if "embedding" in members and not options.get("embedding"):
+        return {"embedding": DEFAULT_MIN_SIMILARITY}
+    return {}
+
+
+def _check_min_scores(
+    limits: Mapping[str, float] | None, members: Iterable[str]
+) -> dict[str, float]:
+    if limits is None:
+        return {}
+    if not isinstance(limits, Mapping):
+        raise ConfigError(f"hybrid min_member_score must be a table of scores, got {limits!r}")
+    names = set(members)
+    for member, limit in limits.items():
+        if member not in names:
+            raise ConfigError(f"hybrid min_member_score names {member!r}, which is not a member")
+        _check_number(f"min_member_score[{member!r}]", limit)
+    return {member: float(limit) for member, limit in limits.items()}
+
+
+def _check_member_options(
+    options: Mapping[str, Mapping[str, Any]] | None, members: Iterable[str]
+) -> dict[str, dict[str, Any]]:
+    given = dict(options or {})
+    names = list(members)
+    stray = sorted(set(given) - set(names))
+    if stray:
+        raise ConfigError(
+            f"hybrid member_options name backends that are not members: {stray}; "
+            f"members: {sorted(names)}"
+        )
+    for member, opts in given.items():
+        if not isinstance(opts, Mapping):
+            raise ConfigError(
+                f"hybrid member_options[{member!r}] must be a table of options, got {opts!r}"
+            )
+    return {m: dict(given.get(m, DEFAULT_MEMBER_OPTIONS.get(m, {}))) for m in names}
+
+
 class HybridBackend(BaseBackend):
-    """Reciprocal rank fusion of other backends (weights, ``k`` and ``depth`` by config).
+    """Fusion of other backends: normalised convex combination (default) or RRF.
 
     ``members``: backend names (weight 1 each) or ``{name: weight}``; default
-    :data:`DEFAULT_MEMBERS`. ``k``: the RRF constant (larger flattens the rank discount).
+    :data:`DEFAULT_MEMBERS`. ``fusion``: ``"convex"`` or ``"rrf"``. ``k``: the RRF constant.
     ``depth``: hits taken from each member (at least the requested ``k`` of a search).
-    ``member_options``: constructor options per member, e.g. ``{"embedding": {"model": ...}}``.
+    ``normalise``: per-member ``"max"`` or ``"minmax"`` (convex fusion). ``name_weight``: weight
+    of the name-match feature (convex fusion; 0 turns it off). ``multistep``: search each step
+    of a multi-clause request and merge (:mod:`toolsearch.multistep`). ``min_member_score``:
+    ``{member: score}``; no hits ("no tool fits") when every listed member's best raw score is
+    below its threshold (``docs/retrieval.md``); by default :data:`DEFAULT_MIN_SIMILARITY` for
+    an embedding member with the default model, ``{}`` turns it off. ``member_options``:
+    constructor options per member, e.g. ``{"embedding": {"model": ...}}``; a member without
+    an entry gets :data:`DEFAULT_MEMBER_OPTIONS`.
     ``background``: update slow members (``warms = True``) on a worker thread and rank without
     them until they are ready; None = only when called inside a running asyncio event loop.
 
@@ -129,8 +215,14 @@ class HybridBackend(BaseBackend):
     name: ClassVar[str] = "hybrid"
     incremental = _AllMembersIncremental()
     persistent: ClassVar[bool] = False
-    extra: ClassVar[str | None] = "embedding,fts5"
-    requires: ClassVar[tuple[str, ...]] = ("sqlite_utils", "numpy", "sentence_transformers")
+    extra: ClassVar[str | None] = "embedding,bm25,fts5"
+    requires: ClassVar[tuple[str, ...]] = (
+        "rank_bm25",
+        "numpy",
+        "Stemmer",
+        "sqlite_utils",
+        "sentence_transformers",
+    )
 
     def __init__(
         self,
@@ -138,6 +230,12 @@ class HybridBackend(BaseBackend):
         k: int = DEFAULT_K,
         depth: int = DEFAULT_DEPTH,
         member_options: Mapping[str, Mapping[str, Any]] | None = None,
+        *,
+        fusion: str = DEFAULT_FUSION,
+        normalise: Mapping[str, str] | None = None,
+        name_weight: float = DEFAULT_NAME_WEIGHT,
+        multistep: bool = DEFAULT_MULTISTEP,
+        min_member_score: Mapping[str, float] | None = None,
         background: bool | None = None,
     ) -> None:
         super().__init__()
@@ -145,19 +243,19 @@ class HybridBackend(BaseBackend):
             raise ConfigError(f"hybrid k must be a non-negative number, got {k!r}")
         if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
             raise ConfigError(f"hybrid depth must be a positive integer, got {depth!r}")
+        if fusion not in FUSIONS:
+            raise ConfigError(f"hybrid fusion must be one of {', '.join(FUSIONS)}, got {fusion!r}")
+        if not isinstance(multistep, bool):
+            raise ConfigError(f"hybrid multistep must be true or false, got {multistep!r}")
+        self.multistep = multistep
         self.weights = _check_members(members)
-        options = dict(member_options or {})
-        stray = sorted(set(options) - set(self.weights))
-        if stray:
-            raise ConfigError(
-                f"hybrid member_options name backends that are not members: {stray}; "
-                f"members: {sorted(self.weights)}"
-            )
-        for member, opts in options.items():
-            if not isinstance(opts, Mapping):
-                raise ConfigError(
-                    f"hybrid member_options[{member!r}] must be a table of options, got {opts!r}"
-                )
+        self.fusion = fusion
+        self.normalise = _check_normalise(normalise, self.weights)
+        self.name_weight = _check_number("name_weight", name_weight)
+        self.member_options = _check_member_options(member_options, self.weights)
+        if min_member_score is None:
+            min_member_score = _default_min_scores(self.weights, member_options or {})
+        self.min_member_score = _check_min_scores(min_member_score, self.weights)
         if background is not None and not isinstance(background, bool):
             raise ConfigError(f"hybrid background must be true, false or None, got {background!r}")
         from toolsearch.registry import load_backend
@@ -167,13 +265,21 @@ class HybridBackend(BaseBackend):
 
         self.k = k
         self.depth = depth
+        self.fuser = Fuser(self.weights, fusion, self.normalise, float(k), self.name_weight)
         self.members: dict[str, SearchBackend] = {
-            member: load_backend(member, **dict(options.get(member, {}))) for member in self.weights
+            member: load_backend(member, **self.member_options[member]) for member in self.weights
         }
+        self._name_words: dict[str, NameWords] = {}
+
+    def _set_tools(self, ordered: Sequence[Tool]) -> None:
+        self._tools = {tool.name: tool for tool in ordered}
+        words = self._name_words
+        self._name_words = {tool.name: words.get(tool.name) or name_words(tool) for tool in ordered}
 
     def index(self, tools: Sequence[Tool]) -> None:
         ordered = sorted({tool.name: tool for tool in tools}.values(), key=pool_sort_key)
-        self._tools = {tool.name: tool for tool in ordered}
+        self._name_words = {}
+        self._set_tools(ordered)
         for name, member in self.members.items():
             self._update(name, member, partial(member.index, ordered))
 
@@ -184,10 +290,9 @@ class HybridBackend(BaseBackend):
         incoming = {tool.name: tool for tool in tools}
         if not incoming:
             return
-        self._tools = {
-            tool.name: tool
-            for tool in sorted({**self._tools, **incoming}.values(), key=pool_sort_key)
-        }
+        for name in incoming:
+            self._name_words.pop(name, None)
+        self._set_tools(sorted({**self._tools, **incoming}.values(), key=pool_sort_key))
         changed, everything = list(incoming.values()), list(self._tools.values())
         for name, member in self.members.items():
             if isinstance(member, IncrementalBackend):
@@ -199,7 +304,7 @@ class HybridBackend(BaseBackend):
         drop = set(names) & set(self._tools)
         if not drop:
             return
-        self._tools = {name: tool for name, tool in self._tools.items() if name not in drop}
+        self._set_tools([tool for name, tool in self._tools.items() if name not in drop])
         gone, everything = sorted(drop), list(self._tools.values())
         for name, member in self.members.items():
             if isinstance(member, IncrementalBackend):
@@ -239,30 +344,71 @@ class HybridBackend(BaseBackend):
         """Block until background members are ready (or ``timeout`` s); True when all are."""
         return all(worker.wait(timeout) for worker in self._warming.values())
 
+    def member_hits(self, query: ParsedQuery, depth: int) -> dict[str, list[Hit]]:
+        """Each ready member's best ``depth`` hits (score > 0) for ``query``; a member still
+        warming in the background is left out."""
+        return {
+            name: [hit for hit in member.search(query, depth) if hit.score > 0]
+            for name, member in self.members.items()
+            if name not in self._warming or self._warming[name].ready
+        }
+
+    def fuse(self, query: ParsedQuery, hits: Mapping[str, Sequence[Hit]]) -> dict[str, float]:
+        """Fused scores of the members' ``hits`` for ``query`` (tools not indexed left out):
+        the whole ranking step after the members, public so benchmarks can replay cached
+        member hits through exactly this code."""
+        fused = self.fuser.fuse(query, hits, self._name_words)
+        return {name: score for name, score in fused.items() if name in self._tools}
+
+    def abstains(self, hits: Mapping[str, Sequence[Hit]]) -> bool:
+        """Whether no tool fits: every ranking member of ``min_member_score`` has its best raw
+        score below its threshold (never when none of them is ranking)."""
+        limits = {m: limit for m, limit in self.min_member_score.items() if m in hits}
+        if not limits:  # none set, or every thresholded member is still warming
+            return False
+        return all(
+            not hits.get(member) or hits[member][0].score < limit
+            for member, limit in limits.items()
+        )
+
     def search(self, query: ParsedQuery, k: int) -> list[Hit]:
         if k <= 0 or query.is_empty or not self._tools:
             return []
         depth = max(self.depth, k)
-        ready = [n for n in self.members if n not in self._warming or self._warming[n].ready]
-        rankings = {
-            name: [hit.name for hit in self.members[name].search(query, depth) if hit.score > 0]
-            for name in ready
-        }
-        fused = rrf_fuse(rankings, self.weights, self.k)
+        hits = self.member_hits(query, depth)
+        if self.abstains(hits):
+            return []
+        if self.multistep and not query.required and len(split_steps(query.raw)) > 1:
+            return search_steps(
+                lambda text, n: self._ranked(parse_query(text), None, n), query.raw, k, depth=depth
+            )
+        return self._ranked(query, hits, k)
+
+    def _ranked(
+        self, query: ParsedQuery, hits: Mapping[str, Sequence[Hit]] | None, k: int
+    ) -> list[Hit]:
+        """The fused ranking of ``query`` (member ``hits`` computed here when None)."""
+        if query.is_empty:
+            return []
+        if hits is None:
+            hits = self.member_hits(query, max(self.depth, k))
+        fused = self.fuse(query, hits)
         tools = self._tools
-        ranked = sorted(
-            (name for name in fused if name in tools),
-            key=lambda name: (-fused[name], pool_sort_key(tools[name])),
-        )
-        return [Hit(name, fused[name]) for name in ranked[:k]]
+        ranked = sorted(fused, key=lambda name: (-fused[name], pool_sort_key(tools[name])))
+        return [Hit(name, fused[name]) for name in ranked[:k] if fused[name] > 0]
 
     def params(self) -> dict[str, object]:
         return {
             "members": list(self.weights),
             "weights": dict(self.weights),
+            "fusion": self.fusion,
             "k": self.k,
             "depth": self.depth,
             "member_states": self.member_states(),
+            "normalise": dict(self.normalise),
+            "name_weight": self.name_weight,
+            "multistep": self.multistep,
+            "min_member_score": dict(self.min_member_score),
             "member_params": {
                 name: member.params() if hasattr(member, "params") else {}
                 for name, member in self.members.items()

@@ -2,7 +2,7 @@
 
 A tool becomes one short text: by default its name split into words, its search hint, its
 description, its parameter names and their descriptions, in that order (the combination that
-scored best on the public dev sets, see ``benchmarks/tune_hybrid.py``). The most informative
+scored best on the public dev sets, see ``docs/retrieval.md``). The most informative
 parts come first, so capping the text at ``max_words`` (docs/speed.md) drops parameter detail
 before it touches the name or the description.
 """
@@ -36,7 +36,7 @@ TEXT_FIELDS: tuple[str, ...] = (
     "param_descriptions",
 )
 
-#: The fields embedded by default (chosen by ``benchmarks/tune_hybrid.py``).
+#: The fields embedded by default (measured, see ``docs/retrieval.md``).
 DEFAULT_FIELDS: tuple[str, ...] = (
     "name",
     "hint",

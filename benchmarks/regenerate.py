@@ -105,7 +105,11 @@ def _quality(dataset: str, extra: str = "") -> str:
 
 
 REGISTRY: tuple[Result, ...] = (
-    Result("tune_hybrid", "python benchmarks/tune_hybrid.py"),
+    Result(
+        "ablation",
+        "python benchmarks/ablation.py --out benchmarks/results/ablation.json",
+        {"ablation": lambda data: _script("ablation").markdown_table(data)},
+    ),
     Result(
         "quality-mcp-workbench",
         _quality("mcp-workbench"),

@@ -47,7 +47,7 @@ def test_results_go_to_benchmarks_results_and_commands_run_here() -> None:
     for result in regen.REGISTRY:
         if result.name != "baseline":
             assert result.file == ROOT / "benchmarks" / "results" / f"{result.name}.json"
-        assert str(result.file.relative_to(ROOT)) in result.command or result.name == "tune_hybrid"
+        assert str(result.file.relative_to(ROOT)) in result.command
         head = result.argv()[0]
         assert Path(head).name.startswith("python")
 

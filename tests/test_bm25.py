@@ -369,3 +369,33 @@ def test_search_never_raises(raw: str, k: int) -> None:
 
 _SHARED_BACKEND = BM25Backend()
 _SHARED_BACKEND.index(pool_order(load_catalog(STARTER)))
+
+
+def test_stemming_and_stopwords_match_inflections() -> None:
+    from toolsearch.backends.bm25 import BM25Backend
+    from toolsearch.query import parse_query
+    from toolsearch.tool import Tool
+
+    tools = [
+        Tool("mcp__cal__create_booking", "Creates bookings for a room."),
+        Tool("mcp__cal__list_rooms", "Lists the rooms of the office."),
+    ]
+    plain = BM25Backend()
+    stemmed = BM25Backend(stem=True, stopwords=True)
+    for backend in (plain, stemmed):
+        backend.index(tools)
+    query = parse_query("can you book the room")
+    assert plain.search(query, 2)[0].name == "mcp__cal__list_rooms"
+    assert stemmed.search(query, 2)[0].name == "mcp__cal__create_booking"
+    assert stemmed.search(parse_query("the of to"), 2) == []
+    assert stemmed.params()["stem"] is True and plain.params()["stopwords"] is False
+
+
+def test_stem_option_must_be_boolean() -> None:
+    import pytest
+
+    from toolsearch.backends.bm25 import BM25Backend
+    from toolsearch.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="stem must be true or false"):
+        BM25Backend(stem="yes")  # type: ignore[arg-type]

@@ -13,6 +13,7 @@ from toolsearch.backend import Hit
 from toolsearch.backends.embedding import HashingEncoder
 from toolsearch.backends.hybrid import (
     DEFAULT_K,
+    DEFAULT_MEMBER_OPTIONS,
     DEFAULT_MEMBERS,
     HybridBackend,
     rrf_fuse,
@@ -58,7 +59,7 @@ def test_rrf_formula() -> None:
 
 def test_fuses_the_members_own_rankings() -> None:
     tools = _tools()
-    hybrid = _hybrid(k=10, depth=4, members={"keyword": 2.0, "embedding": 1.0})
+    hybrid = _hybrid(k=10, depth=4, members={"keyword": 2.0, "embedding": 1.0}, fusion="rrf")
     hybrid.index(tools)
     query = parse_query("read slack messages")
     keyword, embedding = hybrid.members["keyword"], hybrid.members["embedding"]
@@ -86,10 +87,10 @@ def test_weights_shift_the_ranking() -> None:
         Tool("mcp__e__z", "Nothing here."),
     ]
     query = parse_query("cat")
-    names_only = HybridBackend(members={"keyword": 1.0})
+    names_only = HybridBackend(members={"keyword": 1.0}, fusion="rrf")
     names_only.index(tools)
     assert [h.name for h in names_only.search(query, 1)] == ["mcp__a__cat"]
-    single = HybridBackend(members=["keyword"])
+    single = HybridBackend(members=["keyword"], fusion="rrf")
     single.index(tools)
     assert single.search(query, 5) == [
         h.__class__(h.name, round(1 / (DEFAULT_K + i), 12))
@@ -101,7 +102,7 @@ def test_member_ties_keep_pool_order() -> None:
     twins = [Tool(f"mcp__s{i}__lookup_record", "Look up a record.") for i in range(6)]
     plain = [Tool(f"LookupRecord{i}", "Look up a record.") for i in range(2)]
     options = {"embedding": {**FAKE_EMBEDDING["embedding"], "fields": ["description"]}}
-    hybrid = _hybrid(members=["embedding"], member_options=options)
+    hybrid = _hybrid(members=["embedding"], member_options=options, name_weight=0)
     hybrid.index(list(reversed(twins + plain)))
     expected = [t.name for t in plain] + [t.name for t in twins]
     for k in (1, 3, 8, 20):
@@ -122,7 +123,9 @@ class _FixedRanking(KeywordBackend):
 
 def test_equal_fused_scores_tie_in_pool_order() -> None:
     tools = [Tool("mcp__a__x", "x"), Tool("Zed", "z"), Tool("Alpha", "a"), Tool("mcp__b__y", "y")]
-    hybrid = HybridBackend(members=["keyword", "embedding"], member_options=FAKE_EMBEDDING)
+    hybrid = HybridBackend(
+        members=["keyword", "embedding"], member_options=FAKE_EMBEDDING, fusion="rrf"
+    )
     # each tool is first for one member and second for the other: equal RRF sums
     hybrid.members = {
         "keyword": _FixedRanking(["mcp__b__y", "Zed", "mcp__a__x", "Alpha"]),
@@ -238,7 +241,87 @@ def test_requires_and_extra_describe_the_default_members() -> None:
         requires.update(getattr(cls, "requires", ()))
         if getattr(cls, "extra", None):
             extras.add(cls.extra)
-    assert set(HybridBackend.requires) == requires
+    # the default bm25 member stems (DEFAULT_MEMBER_OPTIONS), which needs PyStemmer
+    assert DEFAULT_MEMBER_OPTIONS["bm25"]["stem"] is True
+    assert set(HybridBackend.requires) == requires | {"Stemmer"}
     assert set((HybridBackend.extra or "").split(",")) - {""} == extras
     incremental = all(registry._backend_class(m).incremental for m in DEFAULT_MEMBERS)
     assert HybridBackend.incremental is incremental
+
+
+def test_default_is_convex_fusion_with_name_match() -> None:
+    hybrid = _hybrid()
+    params = hybrid.params()
+    assert params["fusion"] == "convex" and params["name_weight"] == 0.2
+    assert params["normalise"] == {"keyword": "max", "embedding": "minmax"}
+    assert params["multistep"] is False
+    assert DEFAULT_MEMBERS == {"embedding": 0.65, "bm25": 0.2, "fts5": 0.15}
+    assert DEFAULT_MEMBER_OPTIONS["bm25"] == {"stem": True, "stopwords": True}
+
+
+def test_convex_fusion_keeps_an_exact_name_first() -> None:
+    tools = [
+        Tool("mcp__github__create_pull_request", "Open a new pull request."),
+        Tool("mcp__github__create_pull_request_review", "Review a pull request."),
+        Tool("mcp__github__list_pull_requests", "List the pull requests of a repository."),
+    ]
+    hybrid = _hybrid(members={"keyword": 0.5, "embedding": 0.5})
+    hybrid.index(tools)
+    hits = hybrid.search(parse_query("create a github pull request"), 3)
+    assert hits[0].name == "mcp__github__create_pull_request"
+    assert all(h.score > 0 for h in hits)
+
+
+def test_multistep_option_searches_each_step() -> None:
+    tools = _tools()
+    single = HybridBackend(members=["keyword"])
+    multi = HybridBackend(members=["keyword"], multistep=True)
+    for backend in (single, multi):
+        backend.index(tools)
+    query = parse_query("read the latest slack channel messages and then create a calendar event")
+    top2 = [h.name for h in multi.search(query, 2)]
+    assert set(top2) == {"mcp__slack__read_channel", "mcp__gcal__create_event"}
+    short = parse_query("github issue")
+    assert multi.search(short, 3) == single.search(short, 3)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"fusion": "sum"}, "fusion must be one of convex, rrf"),
+        ({"normalise": {"bm25": "max"}}, "not a member"),
+        ({"normalise": {"keyword": "zscore"}}, "must be one of max, minmax"),
+        ({"name_weight": -1}, "non-negative"),
+        ({"name_weight": "high"}, "finite number"),
+        ({"multistep": "yes"}, "multistep must be true or false"),
+    ],
+)
+def test_bad_fusion_options(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        HybridBackend(members=["keyword"], **options)
+
+
+def test_min_member_score_abstains_when_no_member_is_sure() -> None:
+    tools = _tools()
+    sure = HybridBackend(members=["keyword"], min_member_score={"keyword": 1.0})
+    picky = HybridBackend(members=["keyword"], min_member_score={"keyword": 1e9})
+    for backend in (sure, picky):
+        backend.index(tools)
+    query = parse_query("slack message")
+    assert sure.search(query, 3) and picky.search(query, 3) == []
+    assert picky.params()["min_member_score"] == {"keyword": 1e9}
+    with pytest.raises(ConfigError, match="not a member"):
+        HybridBackend(members=["keyword"], min_member_score={"bm25": 1.0})
+    with pytest.raises(ConfigError, match="finite number"):
+        HybridBackend(members=["keyword"], min_member_score={"keyword": "x"})
+
+
+def test_default_abstention_only_for_the_default_embedding_model() -> None:
+    from toolsearch.backends.hybrid import DEFAULT_MIN_SIMILARITY
+
+    assert HybridBackend(members=["embedding", "keyword"]).min_member_score == {
+        "embedding": DEFAULT_MIN_SIMILARITY
+    }
+    assert _hybrid().min_member_score == {}  # a configured embedding model is not calibrated
+    assert HybridBackend(members=["keyword"]).min_member_score == {}
+    assert HybridBackend(members=["embedding"], min_member_score={}).min_member_score == {}

@@ -54,8 +54,8 @@ __all__ = [
 ]
 
 #: Backends in the order benchmarks ranked them; the first installed one is the default.
-#: ``benchmarks/tune_hybrid.py`` (dev samples of MetaTool, BFCL and mcp-workbench; results in
-#: ``benchmarks/results/tune_hybrid.json``) ranks them by mean ndcg@10 in this order.
+#: ``benchmarks/ablation.py`` (dev splits of MetaTool, BFCL and mcp-workbench; results in
+#: ``benchmarks/results/ablation.json``) ranks them by mean ndcg@10 in this order.
 DEFAULT_BACKEND_PREFERENCE: tuple[str, ...] = ("hybrid", "embedding", "fts5", "bm25", "keyword")
 
 ENV_BACKEND = "TOOLSEARCH_BACKEND"

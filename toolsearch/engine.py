@@ -248,6 +248,24 @@ class ToolSearch:
             not_found=tuple(dict.fromkeys(n for n in selected if self._selectable(n) is None)),
         )
 
+    def search_many(
+        self, queries: Sequence[str], max_results: int = DEFAULT_MAX_RESULTS
+    ) -> SearchResult:
+        """One call for several queries (the steps of a task): each is searched as by
+        :meth:`search` and the matches merged round-robin, each tool once, at most
+        ``max_results`` (:func:`toolsearch.multistep.merge_matches`)."""
+        from toolsearch.multistep import merge_matches
+
+        if isinstance(queries, str) or not isinstance(queries, Sequence) or not queries:
+            raise QueryError("queries must be a non-empty list of strings")
+        results = [self.search(query, max_results) for query in queries]
+        return SearchResult(
+            query=" | ".join(queries),
+            matches=tuple(merge_matches([r.matches for r in results], max_results)),
+            total_deferred_tools=len(self._deferred),
+            pending_mcp_servers=self.pending_servers,
+        )
+
     def _dispatch(self, query: str, max_results: int) -> list[Match]:
         selected = parse_select(query)
         if selected is not None:

@@ -1,0 +1,499 @@
+"""Ablation of the default backend's retrieval techniques, and the choice of its settings.
+
+    python benchmarks/ablation.py            # writes benchmarks/results/ablation.json
+    python benchmarks/ablation.py --limit 300 --cache /tmp/runs
+
+Protocol (see ``docs/retrieval.md``):
+
+* Datasets ``mcp-workbench`` (bundled), ``metatool`` and ``bfcl`` (``../shared/datasets``);
+  each split by :func:`toolsearch.splits.split_of`, at most ``--limit`` (1,000) queries per
+  split, the hash-ordered sample of :func:`toolsearch.bench.runner.sample_queries`.
+* Every member backend runs once per dataset and split at depth 100 through its ``search``
+  (:mod:`member_runs`, cached on disk); every variant then replays the cached member hits
+  through :class:`toolsearch.fusion.Fuser` — the code :class:`HybridBackend` runs — so the
+  numbers are those of the real backend. The script checks this on a sample of queries.
+* Settings (the convex weight of the embedding member, the name-match weight, the abstention
+  threshold) are chosen on the **dev** splits only: the best mean ndcg@10 over the three dev
+  sets; **test** splits are reported. Leave-one-dataset-out (LODO): the same choice made on the
+  two other datasets' dev splits, scored on the left-out dataset's test split.
+* Metrics per dataset and query style: recall@5, hit@1, ndcg@10 (ranx); significance: ranx's
+  paired two-sided t-test of every variant against the previous default (RRF), p < 0.05.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from member_runs import (
+    DATASETS,
+    DEPTH,
+    MemberSpec,
+    Sample,
+    Scored,
+    default_runs_dir,
+    load_sample,
+    member_hits,
+)
+
+from toolsearch.backend import Hit
+from toolsearch.bench.metrics import parse_metrics, per_query_scores
+from toolsearch.bench.significance import compare_backends
+from toolsearch.fusion import Fuser, NameWords, name_words
+from toolsearch.multistep import merge_round_robin, split_steps
+from toolsearch.query import parse_query
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "benchmarks" / "results" / "ablation.json"
+METRICS = ("recall@5", "hit@1", "ndcg@10")
+SPLITS = ("dev", "test")
+OBJECTIVE = "ndcg@10"
+#: Members every variant draws on.
+MEMBERS: Mapping[str, MemberSpec] = {
+    "keyword": MemberSpec("keyword", "keyword", {}),
+    "bm25": MemberSpec("bm25", "bm25", {}),
+    "bm25_stem": MemberSpec("bm25s", "bm25", {"stem": True, "stopwords": True}),
+    "fts5": MemberSpec("fts5", "fts5", {}),
+    "embedding": MemberSpec("embedding", "embedding", {}),
+}
+EMBEDDING_GRID = (0.5, 0.55, 0.6, 0.65, 0.7, 0.75)
+NAME_GRID = (0.0, 0.1, 0.2, 0.4)
+#: Split of the lexical share between stemmed bm25 and fts5 in the default.
+LEXICAL_SHARES = {"bm25_stem": 4 / 7, "fts5": 3 / 7}
+#: The highest recall@5 the abstention threshold may cost on any dev set.
+ABSTAIN_MAX_COST = 0.01
+ABSTAIN_GRID = tuple(round(0.10 + 0.01 * i, 2) for i in range(26))
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One configuration: a fusion of members (or one member) with optional multi-step."""
+
+    name: str
+    fuser: Fuser
+    depth: int = DEPTH
+    multistep: bool = False
+    what: str = ""
+
+
+def member_variant(member: str) -> Variant:
+    return Variant(member, Fuser({member: 1.0}, "rrf", k=0), what=f"the {member} member alone")
+
+
+def convex_variant(
+    name: str, embedding: float, name_weight: float, lexical: Mapping[str, float], what: str = ""
+) -> Variant:
+    weights = {"embedding": embedding} | {m: (1 - embedding) * s for m, s in lexical.items()}
+    methods = {m: ("minmax" if m == "embedding" else "max") for m in weights}
+    return Variant(name, Fuser(weights, "convex", methods, name_weight=name_weight), what=what)
+
+
+def default_variant(embedding: float, name_weight: float, name: str = "default") -> Variant:
+    return convex_variant(name, embedding, name_weight, LEXICAL_SHARES)
+
+
+# --------------------------------------------------------------------------- replay
+
+
+@dataclass
+class Data:
+    """One sample with its cached member hits (whole queries and split steps).
+
+    ``tasks`` holds the step groups of multi-step task queries (``task_qrels.tsv``: a task
+    needs one tool of each group); they are scored apart from the graded qrels and never count
+    as negatives.
+    """
+
+    sample: Sample
+    hits: dict[str, dict[str, Scored]]
+    step_hits: dict[str, dict[str, Scored]]
+    steps: dict[str, list[str]]
+    names: dict[str, NameWords] = field(default_factory=dict)
+    tasks: dict[str, list[set[str]]] = field(default_factory=dict)
+
+    def is_negative(self, qid: str) -> bool:
+        return qid not in self.sample.qrels and qid not in self.tasks
+
+
+def task_groups(sample: Sample) -> dict[str, list[set[str]]]:
+    """``{query id: [tools of group 1, ...]}`` from the dataset's ``task_qrels.tsv`` (the
+    optional group column file), for the sample's queries; empty when there is none."""
+    path = sample.dataset.path
+    file = path / "task_qrels.tsv" if path is not None else None
+    if file is None or not file.is_file():
+        return {}
+    wanted = {q.id for q in sample.queries}
+    groups: dict[str, dict[str, set[str]]] = {}
+    for line in file.read_text(encoding="utf-8").splitlines()[1:]:
+        qid, tool, _, group = line.split("\t")[:4]
+        if qid in wanted:
+            groups.setdefault(qid, {}).setdefault(group, set()).add(tool)
+    return {qid: list(by_group.values()) for qid, by_group in groups.items()}
+
+
+def load_data(name: str, split: str, limit: int | None, cache: Path) -> Data:
+    sample = load_sample(name, split, limit)
+    hits = {m: member_hits(sample, spec, limit=limit, cache=cache) for m, spec in MEMBERS.items()}
+    steps = {q.id: split_steps(q.text) for q in sample.queries}
+    texts = {f"{qid}#{i}": t for qid, st in steps.items() if len(st) > 1 for i, t in enumerate(st)}
+    step_hits = {
+        m: member_hits(sample, spec, limit=limit, cache=cache, texts=texts)
+        for m, spec in MEMBERS.items()
+        if m in ("embedding", "bm25_stem", "fts5")
+    }
+    names = {tool.name: name_words(tool) for tool in sample.dataset.tools}
+    return Data(sample, hits, step_hits, steps, names, task_groups(sample))
+
+
+def _fused(variant: Variant, text: str, hits: Mapping[str, Scored], names: Any) -> list[Hit]:
+    member = {m: [Hit(n, s) for n, s in hits[m][: variant.depth]] for m in variant.fuser.weights}
+    fused = variant.fuser.fuse(parse_query(text), member, names)
+    return [Hit(n, fused[n]) for n in sorted(fused, key=lambda n: -fused[n]) if fused[n] > 0]
+
+
+def rank(data: Data, variant: Variant) -> dict[str, list[Hit]]:
+    """``{query id: hits}`` of ``variant`` replayed over the cached member hits."""
+    out: dict[str, list[Hit]] = {}
+    for query in data.sample.queries:
+        whole = {m: data.hits[m][query.id] for m in variant.fuser.weights}
+        ranked = _fused(variant, query.text, whole, data.names)
+        steps = data.steps[query.id]
+        if variant.multistep and len(steps) > 1:
+            lists = [ranked]
+            for i, step in enumerate(steps):
+                part = {m: data.step_hits[m][f"{query.id}#{i}"] for m in variant.fuser.weights}
+                lists.append(_fused(variant, step, part, data.names))
+            ranked = merge_round_robin(lists, DEPTH)
+        out[query.id] = ranked[:DEPTH]
+    return out
+
+
+def scores(data: Data, ranked: Mapping[str, Sequence[Hit]]) -> dict[str, dict[str, float]]:
+    """``{group: {metric: mean}}`` for ``all``, each style and ``multi-tool`` queries."""
+    qrels = data.sample.qrels
+    names = {qid: [h.name for h in hits] for qid, hits in ranked.items()}
+    per_query = per_query_scores(qrels, names, parse_metrics(METRICS))
+    groups: dict[str, list[str]] = {"all": list(qrels)}
+    for query in data.sample.queries:
+        if query.id in qrels:
+            if query.style:
+                groups.setdefault(query.style, []).append(query.id)
+            if len(qrels[query.id]) > 1:
+                groups.setdefault("multi-tool", []).append(query.id)
+    out = {
+        group: {m: round(sum(per_query[m][q] for q in ids) / len(ids), 4) for m in METRICS}
+        for group, ids in groups.items()
+        if ids
+    }
+    if data.tasks:
+        out["task"] = task_scores(data.tasks, names)
+    return out
+
+
+def task_scores(
+    tasks: Mapping[str, list[set[str]]], names: Mapping[str, Sequence[str]]
+) -> dict[str, float]:
+    """recall@5 (share of a task's groups with a tool in the top 5) and complete@5 (every
+    group served) over the task queries."""
+    recall = complete = 0.0
+    for qid, groups in tasks.items():
+        top = set(names[qid][:5])
+        served = sum(1 for group in groups if group & top)
+        recall += served / len(groups)
+        complete += served == len(groups)
+    return {
+        "recall@5": round(recall / len(tasks), 4),
+        "complete@5": round(complete / len(tasks), 4),
+    }
+
+
+# --------------------------------------------------------------------------- choosing
+
+
+Grid = dict[tuple[float, float], dict[str, float]]
+
+
+def grid_scores(data: Mapping[tuple[str, str], Data]) -> Grid:
+    """Dev ndcg@10 of the default's form for every (embedding weight, name weight) of the grid,
+    per dataset."""
+    grid: Grid = {}
+    for embedding in EMBEDDING_GRID:
+        for name_weight in NAME_GRID:
+            variant = default_variant(embedding, name_weight)
+            grid[embedding, name_weight] = {
+                d: scores(data[d, "dev"], rank(data[d, "dev"], variant))["all"][OBJECTIVE]
+                for d in DATASETS
+            }
+            log(f"  embedding {embedding} name {name_weight}: {grid[embedding, name_weight]}")
+    return grid
+
+
+def choose_default(grid: Grid, datasets: Iterable[str]) -> tuple[float, float, float]:
+    """The (embedding weight, name weight) with the best mean dev ndcg@10 over ``datasets``
+    (the first of the grid on a tie), and that mean."""
+    chosen = list(datasets)
+    best: tuple[float, float, float] = (0.0, 0.0, -1.0)
+    for (embedding, name_weight), by_dataset in grid.items():
+        mean = sum(by_dataset[d] for d in chosen) / len(chosen)
+        if mean > best[2] + 1e-9:
+            best = (embedding, name_weight, mean)
+    return best
+
+
+def top_similarity(data: Data, qid: str) -> float:
+    found = data.hits["embedding"][qid]
+    return found[0][1] if found else 0.0
+
+
+def abstention_effect(
+    data: Data, ranked: Mapping[str, Sequence[Hit]], threshold: float
+) -> dict[str, float]:
+    """False-positive rate on negatives and recall@5 lost on positives when every query whose
+    best embedding similarity is below ``threshold`` gets no result."""
+    kept = {
+        qid: (list(hits) if top_similarity(data, qid) >= threshold else [])
+        for qid, hits in ranked.items()
+    }
+    before, after = scores(data, ranked)["all"], scores(data, kept)["all"]
+    negatives = [q.id for q in data.sample.queries if data.is_negative(q.id)]
+    fpr = sum(1 for q in negatives if kept[q]) / len(negatives) if negatives else None
+    out = {"recall@5_cost": round(before["recall@5"] - after["recall@5"], 4)}
+    if fpr is not None:
+        out["false_positive_rate"] = round(fpr, 4)
+    return out
+
+
+def choose_abstention(data: Mapping[tuple[str, str], Data], variant: Variant) -> float:
+    """The highest threshold whose recall@5 cost on every dev set is at most
+    :data:`ABSTAIN_MAX_COST`."""
+    best = 0.0
+    runs = {d: rank(data[d, "dev"], variant) for d, s in data if s == "dev"}
+    for threshold in ABSTAIN_GRID:
+        costs = [
+            abstention_effect(data[d, "dev"], runs[d], threshold)["recall@5_cost"] for d in runs
+        ]
+        if max(costs) <= ABSTAIN_MAX_COST:
+            best = threshold
+    return best
+
+
+# --------------------------------------------------------------------------- variants
+
+
+def variants(embedding: float, name_weight: float) -> list[Variant]:
+    """The members alone, the previous default, then each technique added in turn."""
+    previous = Variant(
+        "rrf (previous default)",
+        Fuser({"embedding": 1.0, "fts5": 0.5}, "rrf", k=5),
+        depth=50,
+        what="RRF k=5 of embedding 1.0 + fts5 0.5, depth 50",
+    )
+    steps = [
+        convex_variant(
+            "+ convex fusion", embedding, 0.0, {"fts5": 1.0}, "normalised convex combination"
+        ),
+        convex_variant(
+            "+ name match", embedding, name_weight, {"fts5": 1.0}, "plus the name-match feature"
+        ),
+        Variant(
+            "+ stemmed bm25 (default)",
+            default_variant(embedding, name_weight).fuser,
+            what="plus bm25 with stemming and stop-words as a third member",
+        ),
+        Variant(
+            "+ multi-step",
+            default_variant(embedding, name_weight).fuser,
+            multistep=True,
+            what="plus per-step search of multi-clause requests, merged round-robin",
+        ),
+    ]
+    return [*(member_variant(m) for m in MEMBERS), previous, *steps]
+
+
+def significance(
+    data: Data, runs: Mapping[str, Mapping[str, Sequence[Hit]]], base: str
+) -> dict[str, Any]:
+    """ranx paired t-test of every variant against ``base`` on the sample's positives."""
+    qrels = data.sample.qrels
+    out: dict[str, Any] = {}
+    names = {v: {q: [h.name for h in hits] for q, hits in run.items()} for v, run in runs.items()}
+    for variant in names:
+        if variant == base:
+            continue
+        test = compare_backends(
+            qrels,
+            {base: names[base], variant: names[variant]},
+            parse_metrics(("recall@5", "ndcg@10")),
+        )
+        out[variant] = {
+            p.metric: {
+                "delta": round(p.delta, 4),
+                "p": round(p.p_value, 4),
+                "significant": p.significant,
+            }
+            for p in test.pairs
+        }
+    return out
+
+
+def lodo(data: Mapping[tuple[str, str], Data], grid: Grid) -> dict[str, Any]:
+    """Leave-one-dataset-out: settings chosen on the other datasets' dev splits, scored on the
+    left-out dataset's test split."""
+    out: dict[str, Any] = {}
+    for held in DATASETS:
+        others = [d for d in DATASETS if d != held]
+        embedding, name_weight, _ = choose_default(grid, others)
+        variant = default_variant(embedding, name_weight)
+        test = data[held, "test"]
+        out[held] = {
+            "chosen_on": others,
+            "embedding_weight": embedding,
+            "name_weight": name_weight,
+            "test": scores(test, rank(test, variant)),
+        }
+    return out
+
+
+def check_against_backend(data: Data, variant: Variant, n: int = 25) -> None:
+    """The real default HybridBackend returns the replayed ranking (first ``n`` queries)."""
+    from toolsearch.backends.hybrid import HybridBackend
+
+    backend = HybridBackend(min_member_score={})  # the replay does not abstain
+    wanted = {("bm25" if m == "bm25_stem" else m): w for m, w in variant.fuser.weights.items()}
+    actual = dict(backend.fuser.weights)
+    if set(actual) != set(wanted) or any(abs(actual[m] - wanted[m]) > 1e-9 for m in wanted):
+        raise SystemExit(f"HybridBackend's weights {actual} are not the chosen {wanted}")
+    if backend.fuser.name_weight != variant.fuser.name_weight:
+        raise SystemExit("HybridBackend's name weight is not the chosen one")
+    backend.index(list(data.sample.dataset.tools))
+    replayed = rank(data, variant)
+    for query in data.sample.queries[:n]:
+        got = [h.name for h in backend.search(parse_query(query.text), 10)]
+        want = [h.name for h in replayed[query.id][:10]]
+        if got != want:
+            raise SystemExit(f"replay differs from HybridBackend on {query.id}: {got} != {want}")
+
+
+# --------------------------------------------------------------------------- report
+
+TABLE_GROUPS = (
+    ("mcp-workbench", "all", "recall@5"),
+    ("mcp-workbench", "keywords", "hit@1"),
+    ("mcp-workbench", "hard", "recall@5"),
+    ("mcp-workbench", "multi-tool", "recall@5"),
+    ("mcp-workbench", "task", "recall@5"),
+    ("metatool", "all", "ndcg@10"),
+    ("bfcl", "all", "ndcg@10"),
+)
+
+
+def markdown_table(results: Mapping[str, Any], split: str = "test") -> str:
+    """The README table: each variant's ``split`` scores; ``*`` marks a significant difference
+    from the previous default (ranx paired t-test, p < 0.05, recall@5 or ndcg@10)."""
+    header = ["variant"] + [f"{d} {g} {m}" for d, g, m in TABLE_GROUPS]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for variant in results["variants"]:
+        cells = [variant]
+        for dataset, group, metric in TABLE_GROUPS:
+            entry = results["scores"][dataset][split][variant].get(group, {})
+            value = entry.get(metric)
+            sig = results["significance"][dataset][split].get(variant, {})
+            tested = sig.get(metric if metric in ("recall@5", "ndcg@10") else "ndcg@10", {})
+            mark = "*" if group == "all" and tested.get("significant") else ""
+            cells.append("-" if value is None else f"{value:.3f}{mark}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def evaluate_all(data: Mapping[tuple[str, str], Data], chosen: Sequence[Variant]) -> dict[str, Any]:
+    base = "rrf (previous default)"
+    table: dict[str, Any] = {d: {} for d in DATASETS}
+    sig: dict[str, Any] = {d: {} for d in DATASETS}
+    for (dataset, split), item in data.items():
+        log(f"scoring {dataset}/{split}")
+        runs = {v.name: rank(item, v) for v in chosen}
+        table[dataset][split] = {name: scores(item, run) for name, run in runs.items()}
+        sig[dataset][split] = significance(item, runs, base)
+    return {"scores": table, "significance": sig}
+
+
+def abstention_report(
+    data: Mapping[tuple[str, str], Data], variant: Variant, threshold: float
+) -> dict[str, Any]:
+    report: dict[str, Any] = {
+        "threshold": threshold,
+        "max_dev_cost": ABSTAIN_MAX_COST,
+        "effect": {},
+    }
+    for (dataset, split), item in data.items():
+        report["effect"][f"{dataset}/{split}"] = abstention_effect(
+            item, rank(item, variant), threshold
+        )
+    curve = {}
+    wb = data["mcp-workbench", "test"]
+    run = rank(wb, variant)
+    for t in ABSTAIN_GRID[::3]:
+        curve[str(t)] = abstention_effect(wb, run, t)
+    report["mcp-workbench_test_curve"] = curve
+    return report
+
+
+def main(argv: Iterable[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--limit", type=int, default=1000, help="queries per split (1000)")
+    parser.add_argument("--cache", type=Path, default=None, help="member-run cache folder")
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args(list(argv) if argv is not None else None)
+    cache = args.cache or default_runs_dir()
+    data = {(d, s): load_data(d, s, args.limit, cache) for d in DATASETS for s in SPLITS}
+    log("choosing the default on the dev splits")
+    grid = grid_scores(data)
+    embedding, name_weight, dev_mean = choose_default(grid, DATASETS)
+    chosen = variants(embedding, name_weight)
+    results: dict[str, Any] = {
+        "benchmark": "ablation",
+        "protocol": {
+            "limit": args.limit,
+            "depth": DEPTH,
+            "metrics": list(METRICS),
+            "objective": f"mean dev {OBJECTIVE}",
+            "embedding_grid": list(EMBEDDING_GRID),
+            "name_grid": list(NAME_GRID),
+            "lexical_shares": LEXICAL_SHARES,
+            "significance": "ranx paired two-sided t-test vs the previous default, p < 0.05",
+        },
+        "samples": {f"{d}/{s}": len(item.sample.queries) for (d, s), item in data.items()},
+        "chosen": {
+            "embedding_weight": embedding,
+            "name_weight": name_weight,
+            "dev_mean": round(dev_mean, 4),
+        },
+        "variants": [v.name for v in chosen],
+        "descriptions": {v.name: v.what for v in chosen},
+    }
+    results |= evaluate_all(data, chosen)
+    default = next(v for v in chosen if v.name.endswith("(default)"))
+    threshold = choose_abstention(data, default)
+    results["abstention"] = abstention_report(data, default, threshold)
+    results["lodo"] = lodo(data, grid)
+    results["grid"] = {f"{e}/{w}": v for (e, w), v in grid.items()}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    check_against_backend(data["mcp-workbench", "test"], default)
+    print(markdown_table(results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,71 @@
+"""Score fusion of the hybrid backend: normalisation, convex combination, name match."""
+
+from __future__ import annotations
+
+import pytest
+
+from toolsearch.backend import Hit
+from toolsearch.fusion import (
+    FLOOR,
+    Fuser,
+    convex_fuse,
+    name_coverage,
+    name_words,
+    normalise,
+    query_words,
+)
+from toolsearch.query import parse_query
+from toolsearch.tool import Tool
+
+
+def test_max_and_minmax_normalisation() -> None:
+    hits = [Hit("a", 4.0), Hit("b", 2.0), Hit("c", 1.0)]
+    assert normalise(hits, "max") == pytest.approx(
+        {"a": 1.0, "b": FLOOR + (1 - FLOOR) * 0.5, "c": FLOOR + (1 - FLOOR) * 0.25}
+    )
+    assert normalise(hits, "minmax") == pytest.approx(
+        {"a": 1.0, "b": FLOOR + (1 - FLOOR) / 3, "c": FLOOR}
+    )
+    assert normalise([Hit("a", 0.3), Hit("b", 0.3)], "minmax") == {"a": 1.0, "b": 1.0}
+    assert normalise([], "max") == {}
+    with pytest.raises(ValueError, match="unknown normalisation 'z'"):
+        normalise(hits, "z")
+
+
+def test_convex_combination_keeps_a_confident_lexical_hit_first() -> None:
+    # the lexical member is sure (one hit far ahead); the dense member slightly prefers others
+    lexical = [Hit("exact", 20.0), Hit("near", 2.0)]
+    dense = [Hit("near", 0.72), Hit("other", 0.70), Hit("exact", 0.69), Hit("far", 0.2)]
+    fused = convex_fuse(
+        {"dense": dense, "lexical": lexical},
+        {"dense": 0.5, "lexical": 0.5},
+        {"dense": "minmax", "lexical": "max"},
+    )
+    assert max(fused, key=lambda n: fused[n]) == "exact"
+    assert all(score > 0 for score in fused.values())
+
+
+def test_name_coverage_prefers_the_name_that_is_the_request() -> None:
+    query = query_words(parse_query("create a github pull request"))
+    assert query == {"create", "github", "pull", "request"}
+    exact = name_words(Tool("mcp__github__create_pull_request", "Open a PR."))
+    longer = name_words(Tool("mcp__github__create_pull_request_review", "Review a PR."))
+    assert name_coverage(query, exact.words) == 1.0
+    assert name_coverage(query, exact.words) > name_coverage(query, longer.words) > 0
+    assert name_coverage(set(), exact.words) == 0.0
+
+
+def test_fuser_adds_the_name_weight() -> None:
+    tools = [Tool("mcp__github__create_issue", "x"), Tool("mcp__jira__create_ticket", "y")]
+    names = {t.name: name_words(t) for t in tools}
+    hits = {"m": [Hit("mcp__jira__create_ticket", 1.0), Hit("mcp__github__create_issue", 0.9)]}
+    plain = Fuser({"m": 1.0}, "convex", {"m": "max"})
+    named = Fuser({"m": 1.0}, "convex", {"m": "max"}, name_weight=0.5)
+    query = parse_query("github create issue")
+    assert max(plain.fuse(query, hits, names).items(), key=lambda p: p[1])[0].endswith("ticket")
+    assert max(named.fuse(query, hits, names).items(), key=lambda p: p[1])[0].endswith("issue")
+    rrf = Fuser({"m": 1.0}, "rrf", k=0)
+    assert rrf.fuse(query, hits, names) == {
+        "mcp__jira__create_ticket": 1.0,
+        "mcp__github__create_issue": 0.5,
+    }

@@ -1,0 +1,173 @@
+"""Score fusion for the ``hybrid`` backend: normalised convex combination, RRF and name match.
+
+Convex combination (Bruch, Gai and Ingber, "An Analysis of Fusion Functions for Hybrid
+Retrieval", TOIS 2023): every member's scores are normalised per query to ``[0, 1]`` and a
+tool's fused score is ``Σ w_m · norm_m(tool) / Σ w_m`` over the members (a member that did not
+return the tool adds 0). Unlike reciprocal rank fusion it keeps how *sure* each member is: an
+exact lexical hit that stands far above the rest keeps its lead instead of counting only as
+"rank 1", so a dense model's near misses cannot crowd it out. Normalisations:
+
+``max``      ``s / max s`` — for scores bounded below by 0 (BM25 and the other lexical
+             members): the theoretical minimum is 0, the observed maximum the top
+``minmax``   ``(s - min s) / (max s - min s)`` over the member's returned hits — for cosine
+             similarities, whose useful range in one query is narrow and far from 0
+
+A hit a member returned keeps at least :data:`FLOOR` of its weight, so everything a member
+returns stays a positive-score hit.
+
+Name match (:func:`name_coverage`): the share of a query's content words that are words of a
+tool's name or server. Added with a small weight, it puts the tool whose name *is* the request
+("create a github pull request" → ``mcp__github__create_pull_request``) ahead of paraphrases.
+The measurements behind both are in ``docs/retrieval.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from toolsearch.backend import Hit
+from toolsearch.query import ParsedQuery
+from toolsearch.stemming import STOPWORDS
+from toolsearch.tokenize import query_tokens, tool_fields
+from toolsearch.tool import Tool
+
+__all__ = [
+    "FLOOR",
+    "NORMALISERS",
+    "Fuser",
+    "NameWords",
+    "convex_fuse",
+    "name_coverage",
+    "name_words",
+    "normalise",
+    "query_words",
+    "rrf_fuse",
+]
+
+#: The per-query score normalisations :func:`normalise` knows.
+NORMALISERS: tuple[str, ...] = ("max", "minmax")
+#: The least share of its weight a member gives a tool it returned.
+FLOOR = 0.01
+
+# Fused sums of the same numbers added in a different member order can differ in the last bit;
+# rounding makes them tie exactly, so the tie-break is pool order.
+_SCORE_DECIMALS = 12
+
+
+def normalise(hits: Sequence[Hit], method: str) -> dict[str, float]:
+    """``{tool: score in [FLOOR, 1]}`` of one member's hits by ``method`` (see the module)."""
+    if method not in NORMALISERS:
+        raise ValueError(f"unknown normalisation {method!r}; choose from {NORMALISERS}")
+    if not hits:
+        return {}
+    scores = [hit.score for hit in hits]
+    high = max(scores)
+    low = min(scores) if method == "minmax" else 0.0
+    span = high - low
+    out: dict[str, float] = {}
+    for hit in hits:
+        share = (hit.score - low) / span if span > 0 else 1.0
+        out[hit.name] = FLOOR + (1 - FLOOR) * share
+    return out
+
+
+def convex_fuse(
+    hits: Mapping[str, Sequence[Hit]],
+    weights: Mapping[str, float],
+    methods: Mapping[str, str],
+) -> dict[str, float]:
+    """``Σ w_m · normalise(hits[m], methods[m])(tool) / Σ w_m`` for every tool any member
+    returned (members without a weight count 1; ``methods`` must name every member)."""
+    total = sum(float(weights.get(member, 1.0)) for member in hits) or 1.0
+    fused: dict[str, float] = {}
+    for member, member_hits in hits.items():
+        share = float(weights.get(member, 1.0)) / total
+        for name, value in normalise(member_hits, methods[member]).items():
+            fused[name] = fused.get(name, 0.0) + share * value
+    return {name: round(score, _SCORE_DECIMALS) for name, score in fused.items()}
+
+
+def rrf_fuse(
+    rankings: Mapping[str, Sequence[str]],
+    weights: Mapping[str, float],
+    k: float = 60.0,
+) -> dict[str, float]:
+    """Weighted reciprocal-rank-fusion scores: ``Σ weights[m] / (k + rank)`` per tool, where
+    ``rankings[m]`` lists member ``m``'s tools best first (rank 1 first). Members without a
+    weight count 1 (Cormack, Clarke and Büttcher, SIGIR 2009)."""
+    fused: dict[str, float] = {}
+    for member, names in rankings.items():
+        weight = float(weights.get(member, 1.0))
+        for rank, name in enumerate(names, start=1):
+            fused[name] = fused.get(name, 0.0) + weight / (k + rank)
+    return {name: round(score, _SCORE_DECIMALS) for name, score in fused.items()}
+
+
+def name_coverage(query: Collection[str], name: Collection[str]) -> float:
+    """How well a query's content words and a tool's name words agree: the Dice coefficient
+    ``2 |Q ∩ N| / (|Q| + |N|)``, 1 when they are the same words. It rewards a name that says
+    all of the query (query coverage) and nothing else (so ``create_pull_request`` beats
+    ``create_pull_request_review`` for "create a github pull request")."""
+    if not query or not name:
+        return 0.0
+    shared = sum(1 for word in query if word in name)
+    return 2 * shared / (len(query) + len(name))
+
+
+@dataclass(frozen=True, slots=True)
+class NameWords:
+    """The words of a tool's name: with its server (``words``) and without (``own``)."""
+
+    words: frozenset[str]
+    own: frozenset[str]
+
+
+def name_words(tool: Tool) -> NameWords:
+    """The words of a tool's name and server, as the lexical backends tokenise them."""
+    fields = tool_fields(tool)
+    own = frozenset(fields.name)
+    return NameWords(frozenset(fields.server) | own, own)
+
+
+def query_words(query: ParsedQuery) -> frozenset[str]:
+    """The distinct content words of a query (stop-words dropped)."""
+    return frozenset(t for t in query_tokens(query) if t not in STOPWORDS)
+
+
+@dataclass(frozen=True)
+class Fuser:
+    """One fusion configuration: how member hits become one ranking (see the module).
+
+    ``methods`` gives each member's normalisation (convex fusion), ``k`` the RRF constant,
+    ``name_weight`` the weight of :func:`name_coverage` (convex fusion only).
+    """
+
+    weights: Mapping[str, float]
+    fusion: str = "convex"
+    methods: Mapping[str, str] = field(default_factory=dict)
+    k: float = 60.0
+    name_weight: float = 0.0
+
+    def fuse(
+        self,
+        query: ParsedQuery,
+        hits: Mapping[str, Sequence[Hit]],
+        names: Mapping[str, NameWords],
+    ) -> dict[str, float]:
+        """Fused scores of the members' ``hits``; ``names`` maps tools to their
+        :func:`name_words`."""
+        if self.fusion == "rrf":
+            rankings = {m: [hit.name for hit in found] for m, found in hits.items()}
+            return rrf_fuse(rankings, self.weights, self.k)
+        fused = convex_fuse(hits, self.weights, self.methods)
+        if self.name_weight > 0:
+            words = query_words(query)
+            for name in fused:
+                found = names.get(name)
+                if found is None:
+                    continue
+                bonus = self.name_weight * name_coverage(words, found.words)
+                if bonus:
+                    fused[name] = round(fused[name] + bonus, _SCORE_DECIMALS)
+        return fused
