@@ -262,8 +262,9 @@ class ToolSearch:
         return SearchResult(
             query=" | ".join(queries),
             matches=tuple(merge_matches([r.matches for r in results], max_results)),
-            total_deferred_tools=len(self._deferred),
+            total_deferred_tools=len(self._index.deferred),
             pending_mcp_servers=self.pending_servers,
+            not_found=tuple(dict.fromkeys(n for r in results for n in r.not_found)),
         )
 
     def _dispatch(self, query: str, max_results: int) -> list[Match]:
