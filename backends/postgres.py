@@ -174,6 +174,9 @@ class PostgresBackend(BaseBackend):
     name: ClassVar[str] = "postgres"
     incremental: ClassVar[bool] = True
     persistent: ClassVar[bool] = True
+    #: Without a ``url`` option the server comes from this variable; a default benchmark run
+    #: skips the backend when it is unset.
+    server_env: ClassVar[str | None] = "TOOLSEARCH_POSTGRES_URL"
     extra: ClassVar[str | None] = "postgres,embedding"
     requires: ClassVar[tuple[str, ...]] = (
         "psycopg",

@@ -240,6 +240,21 @@ def test_missing_extra_names_the_pip_line(monkeypatch: pytest.MonkeyPatch) -> No
         BackendSpec.registered("ghost")
 
 
+def test_a_default_run_skips_a_backend_whose_server_is_not_named(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from toolsearch.registry import BackendInfo
+
+    info = BackendInfo("pg", "x:Y", None, (), True, True, "", server_env="TS_TEST_SERVER_URL")
+    monkeypatch.setattr("toolsearch.bench.runner.backend_info", lambda name: info)
+    monkeypatch.setattr("toolsearch.bench.runner.available_backends", lambda: ["pg"])
+    monkeypatch.delenv("TS_TEST_SERVER_URL", raising=False)
+    ready, skipped = installed_backends()
+    assert ready == [] and "needs a server: set $TS_TEST_SERVER_URL" in skipped["pg"]
+    monkeypatch.setenv("TS_TEST_SERVER_URL", "postgresql:///x")
+    assert installed_backends() == (["pg"], {})
+
+
 def test_keyword_backend_from_the_registry(fixture_dir: Path) -> None:
     result = _bench(fixture_dir, BackendSpec.registered("keyword"))
     run = result.datasets["fixture"].backends["keyword"]

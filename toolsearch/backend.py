@@ -10,6 +10,7 @@ inheriting from anything here. Optional capabilities are plain class attributes:
 ``persistent``   keeps its index outside the process (a file or cache)
 ``extra``        the ``toolsearch[...]`` extra that installs its dependencies
 ``requires``     import names that must be importable for it to work
+``server_env``   the environment variable that names the server it needs (``None``: none)
 
 Promises every backend keeps (checked by one contract test suite): hits are best first with
 score > 0; ties keep pool order (:func:`toolsearch.tool.pool_sort_key`); at most ``k`` hits and

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
+import os
 import re
 from dataclasses import dataclass
 from functools import cache
@@ -46,6 +47,12 @@ class BackendInfo:
     incremental: bool
     persistent: bool
     summary: str
+    server_env: str | None = None
+
+    @property
+    def needs_server(self) -> bool:
+        """True when the backend needs a server that its environment variable does not name."""
+        return self.server_env is not None and not os.environ.get(self.server_env)
 
     @property
     def installed(self) -> bool:
@@ -98,6 +105,7 @@ def backend_info(name: str) -> BackendInfo:
         incremental=bool(getattr(cls, "incremental", False)),
         persistent=bool(getattr(cls, "persistent", False)),
         summary=_plain_text(doc[0]) if doc else "",
+        server_env=getattr(cls, "server_env", None),
     )
 
 

@@ -322,8 +322,8 @@ def deferred_catalog(tools: Sequence[Tool]) -> list[Tool]:
 
 
 def installed_backends() -> tuple[list[str], dict[str, str]]:
-    """Registered backends that can run here, and why each other one cannot (with the pip
-    line that installs it)."""
+    """Registered backends that can run here, and why each other one cannot (the pip line that
+    installs it, or the environment variable that names the server it needs)."""
     ready: list[str] = []
     skipped: dict[str, str] = {}
     for name in available_backends():
@@ -332,7 +332,12 @@ def installed_backends() -> tuple[list[str], dict[str, str]]:
         except BackendError as exc:
             skipped[name] = str(exc)
             continue
-        if info.installed:
+        if info.installed and info.needs_server:
+            skipped[name] = (
+                f"needs a server: set ${info.server_env} (or pass --backend {name} "
+                f"--option {name}.url=...)"
+            )
+        elif info.installed:
             ready.append(name)
         else:
             how = info.install_command or "install its dependencies"
