@@ -10,9 +10,9 @@ the moment its transaction commits. A search is two rankings in the database and
 * dense: pgvector cosine similarity of the vectors the ``embedding`` backend computes for the
   same tools (its encoder and its on-disk cache), exact below ``hnsw_min_rows`` tools of a
   namespace and through an HNSW index above;
-* fusion: :func:`toolsearch.backends.hybrid.rrf_fuse` with the default hybrid's members, weights
-  and constant (the lexical ranking stands in for the lexical member, the dense for
-  ``embedding``), so ``postgres`` ranks the way the default backend does, at scale.
+* fusion: :func:`toolsearch.backends.hybrid.rrf_fuse` of the two rankings at the weights the
+  hybrid used before its convex fusion (:data:`FUSION_WEIGHTS`); porting the convex fusion needs
+  the raw score distributions out of SQL (``docs/postgres.md``).
 
 Writes are incremental and keyed by ``Tool.content_hash()``: ``index``, ``upsert`` and
 ``remove`` compare hashes in the database and touch only the tools that changed; a changed tool
@@ -50,7 +50,7 @@ from toolsearch.tokenize import TOKENIZER_VERSION, SchemaCache, tool_fields
 from toolsearch.tool import Tool
 
 from .embedding import EmbeddingBackend, HashingEncoder, tool_text
-from .hybrid import DEFAULT_DEPTH, DEFAULT_K, DEFAULT_MEMBERS, rrf_fuse
+from .hybrid import DEFAULT_DEPTH, rrf_fuse
 from .postgres_connect import ConnectionSettings
 from .postgres_schema import (
     check_namespace,
@@ -88,30 +88,19 @@ _SCORE_DECIMALS = 6
 _TIE_SLACK = 64
 # Seconds to wait for a pooled connection before connecting directly (see _retrying).
 _POOL_WAIT = 1.0
-_DENSE_MEMBERS = frozenset({"embedding"})
-_LEXICAL_MEMBERS = frozenset({"fts5", "bm25", "keyword"})
 _Ranked = list[tuple[str, bool, float]]  # (name, mcp, score), best first
 
 
-def _member_rankings(lexical: Sequence[str], dense: Sequence[str]) -> dict[str, Sequence[str]]:
-    """The default hybrid's members, each given the ranking that plays its part here."""
-    rankings: dict[str, Sequence[str]] = {}
-    for member in DEFAULT_MEMBERS:
-        if member in _DENSE_MEMBERS:
-            rankings[member] = dense
-        elif member in _LEXICAL_MEMBERS:
-            rankings[member] = lexical
-        else:
-            raise BackendError(
-                f"postgres fuses like the default hybrid, whose member {member!r} is neither "
-                f"lexical ({sorted(_LEXICAL_MEMBERS)}) nor dense ({sorted(_DENSE_MEMBERS)})"
-            )
-    return rankings
+#: RRF of the dense and the full-text ranking, at the weights and constant the hybrid used
+#: before its convex fusion (``docs/postgres.md``): convex fusion needs each member's raw score
+#: distribution, which the SQL ranking does not expose yet.
+FUSION_WEIGHTS: dict[str, float] = {"embedding": 1.0, "lexical": 0.5}
+FUSION_K = 5
 
 
 def fuse(lexical: Sequence[str], dense: Sequence[str]) -> dict[str, float]:
-    """Fused scores of two rankings (names best first), exactly as the default hybrid fuses."""
-    return rrf_fuse(_member_rankings(lexical, dense), DEFAULT_MEMBERS, DEFAULT_K)
+    """Fused scores of the full-text and the dense ranking (names best first)."""
+    return rrf_fuse({"lexical": lexical, "embedding": dense}, FUSION_WEIGHTS, FUSION_K)
 
 
 @dataclass(frozen=True)
@@ -225,7 +214,6 @@ class PostgresBackend(BaseBackend):
         self.hnsw_m = _count_option("hnsw_m", hnsw_m, minimum=2)
         self.hnsw_ef_construction = _count_option("hnsw_ef_construction", hnsw_ef_construction, 4)
         self.ef_search = _count_option("ef_search", ef_search, minimum=1)
-        _member_rankings((), ())  # the default hybrid's members must map onto the two rankings
         self._vectors = _Vectors(_encoder_options(encoder_options))
         self.channel = f"toolsearch_{self.schema}"
         #: Texts this instance sent to the encoder, and tools it wrote (for tests and reports).
@@ -727,7 +715,7 @@ class PostgresBackend(BaseBackend):
             "rank_weights": list(self.rank_weights),
             "hnsw_min_rows": self.hnsw_min_rows,
             "ef_search": self.ef_search,
-            "fusion": {"members": dict(DEFAULT_MEMBERS), "k": DEFAULT_K, "depth": DEFAULT_DEPTH},
+            "fusion": {"weights": dict(FUSION_WEIGHTS), "k": FUSION_K, "depth": DEFAULT_DEPTH},
             "embedding": self._vectors.describe(),
         }
 

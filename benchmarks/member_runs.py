@@ -148,7 +148,8 @@ def member_hits(
 def _encode_queries_in_batches(backend: Any, texts: list[str]) -> None:
     """Fill an embedding backend's query-vector memory in batches (many times faster than one
     query at a time; the vectors are the same the backend would compute per query)."""
-    from toolsearch.backends.embedding import EmbeddingBackend, _normalise
+    from toolsearch.backends.embedding import EmbeddingBackend
+    from toolsearch.backends.embedding_cache import normalise
 
     if not isinstance(backend, EmbeddingBackend):
         return
@@ -156,5 +157,7 @@ def _encode_queries_in_batches(backend: Any, texts: list[str]) -> None:
     if not unique:
         return
     backend.query_cache_size = max(backend.query_cache_size, len(unique) + 1)
-    for text, vector in zip(unique, _normalise(backend._encode_batches(unique)), strict=True):
-        backend._query_vectors[text] = vector
+    for start in range(0, len(unique), 256):
+        batch = unique[start : start + 256]
+        for text, vector in zip(batch, normalise(backend.encoder.encode(batch)), strict=True):
+            backend._query_vectors[text] = vector

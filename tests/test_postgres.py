@@ -24,7 +24,6 @@ pytest.importorskip("pgvector")
 import psycopg
 
 from toolsearch.backends.embedding import HashingEncoder
-from toolsearch.backends.hybrid import DEFAULT_K, DEFAULT_MEMBERS, rrf_fuse
 from toolsearch.backends.postgres import PostgresBackend, fuse
 from toolsearch.backends.postgres_connect import ENV_URL, redacted
 from toolsearch.backends.postgres_schema import SCHEMA_VERSION
@@ -115,11 +114,15 @@ def test_document_weights_fields_a_to_d() -> None:
     assert "'repo':" in document and document.split("'repo':")[1].split()[0].endswith("D")
 
 
-def test_fusion_is_the_default_hybrids() -> None:
+def test_fusion_is_weighted_rrf_of_the_dense_and_the_text_ranking() -> None:
     lexical, dense = ["a", "b", "c"], ["c", "a", "d"]
-    lexical_member = next(m for m in DEFAULT_MEMBERS if m != "embedding")
-    want = rrf_fuse({lexical_member: lexical, "embedding": dense}, DEFAULT_MEMBERS, DEFAULT_K)
-    assert fuse(lexical, dense) == want
+    fused = fuse(lexical, dense)
+    # embedding weight 1, text weight 0.5, k = 5: c = 1/6 + 0.5/8, a = 1/7 + 0.5/6, ...
+    assert fused["c"] == pytest.approx(1 / 6 + 0.5 / 8)
+    assert fused["a"] == pytest.approx(1 / 7 + 0.5 / 6)
+    assert fused["b"] == pytest.approx(0.5 / 7)
+    assert fused["d"] == pytest.approx(1 / 8)
+    assert sorted(fused, key=fused.__getitem__, reverse=True) == ["c", "a", "d", "b"]
 
 
 # ---------------------------------------------------------------------------- configuration
