@@ -416,6 +416,58 @@ def markdown_table(results: Mapping[str, Any], split: str = "test") -> str:
     return "\n".join(lines)
 
 
+DEFAULT_VARIANT = "+ stemmed bm25 (default)"
+MEMBER_VARIANTS = ("keyword", "bm25", "bm25_stem", "fts5", "embedding")
+
+
+def _test(results: Mapping[str, Any], dataset: str, variant: str, group: str, metric: str) -> float:
+    value: float = results["scores"][dataset]["test"][variant][group][metric]
+    return value
+
+
+def best_member_gaps(results: Mapping[str, Any]) -> list[tuple[str, str, float, float]]:
+    """``(style, best member, its recall@5, the default's)`` for each mcp-workbench style where
+    the default's test recall@5 is more than .01 below its best member's."""
+    gaps = []
+    for style in results["scores"]["mcp-workbench"]["test"][DEFAULT_VARIANT]:
+        mine = _test(results, "mcp-workbench", DEFAULT_VARIANT, style, "recall@5")
+        member = max(
+            MEMBER_VARIANTS, key=lambda m: _test(results, "mcp-workbench", m, style, "recall@5")
+        )
+        theirs = _test(results, "mcp-workbench", member, style, "recall@5")
+        if theirs - mine > 0.01:
+            gaps.append((style, member, theirs, mine))
+    return gaps
+
+
+def markdown_targets(results: Mapping[str, Any]) -> str:
+    """The README paragraph comparing the default's test-split scores with issue targets."""
+
+    def wb(group: str, metric: str = "recall@5", variant: str = DEFAULT_VARIANT) -> str:
+        return f"{_test(results, 'mcp-workbench', variant, group, metric):.3f}"
+
+    effect = results["abstention"]["effect"]
+    gaps = "; ".join(
+        f"`{style}`: {member} {theirs:.3f} vs {mine:.3f}"
+        for style, member, theirs, mine in best_member_gaps(results)
+    )
+    return (
+        f"Against the targets (test splits): `keywords` hit@1 {wb('keywords', 'hit@1')} "
+        f"(target .95); mcp-workbench recall@5 all / `hard` / `task` {wb('all')} / "
+        f"{wb('hard')} / {wb('task')}, {wb('task', variant='+ multi-step')} with multi-step "
+        f"search (targets .93 / .85 / .70); MetaTool / BFCL ndcg@10 "
+        f"{_test(results, 'metatool', DEFAULT_VARIANT, 'all', 'ndcg@10'):.3f} / "
+        f"{_test(results, 'bfcl', DEFAULT_VARIANT, 'all', 'ndcg@10'):.3f} (targets .80 / .87). "
+        f"Abstention below a best cosine of {results['abstention']['threshold']}: false-positive "
+        f"rate on mcp-workbench test negatives "
+        f"{effect['mcp-workbench/test']['false_positive_rate']:.3f} at a recall@5 cost of "
+        f"{effect['mcp-workbench/test']['recall@5_cost']:.3f} (MetaTool "
+        f"{effect['metatool/test']['recall@5_cost']:.3f}, BFCL "
+        f"{effect['bfcl/test']['recall@5_cost']:.3f}). Styles where the default is more than "
+        f".01 below its best member (recall@5): {gaps or 'none'}."
+    )
+
+
 def evaluate_all(data: Mapping[tuple[str, str], Data], chosen: Sequence[Variant]) -> dict[str, Any]:
     base = "rrf (previous default)"
     table: dict[str, Any] = {d: {} for d in DATASETS}

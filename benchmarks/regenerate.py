@@ -108,7 +108,10 @@ REGISTRY: tuple[Result, ...] = (
     Result(
         "ablation",
         "python benchmarks/ablation.py --out benchmarks/results/ablation.json",
-        {"ablation": lambda data: _script("ablation").markdown_table(data)},
+        {
+            "ablation": lambda data: _script("ablation").markdown_table(data),
+            "ablation-targets": lambda data: _script("ablation").markdown_targets(data),
+        },
     ),
     Result(
         "quality-mcp-workbench",
