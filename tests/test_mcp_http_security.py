@@ -44,8 +44,7 @@ def anyio_backend() -> str:
 @asynccontextmanager
 async def gateway_on(host: str, **options: Any) -> AsyncIterator[str]:
     """A gateway over two local tools listening on ``host`` (a free port); yields its URL."""
-    # A lexical backend: these tests are about HTTP, not ranking, and must not wait for a model.
-    hub = McpHub([], tools=[Tool("LocalEcho", "echo things", should_defer=True)], backend="bm25")
+    hub = McpHub([], tools=[Tool("LocalEcho", "echo things", should_defer=True)])
     async with hub, anyio.create_task_group() as tasks:
         ready = anyio.Event()
         urls: list[str] = []
@@ -104,7 +103,7 @@ async def test_allowed_hosts_and_origins_can_be_added() -> None:
 @pytest.mark.anyio
 @pytest.mark.timeout(240)
 async def test_a_token_is_required_off_loopback_and_checked_when_set() -> None:
-    async with McpHub([], backend="bm25") as hub:
+    async with McpHub([]) as hub:
         with pytest.raises(ConfigError, match=f"needs a bearer token: set {TOKEN_ENV}"):
             await Gateway(hub).run_http("0.0.0.0", 0)
     async with gateway_on("0.0.0.0", token=TOKEN) as url:
