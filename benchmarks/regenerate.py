@@ -153,7 +153,7 @@ REGISTRY: tuple[Result, ...] = (
     ),
     Result(
         "bench_embedding_10k",
-        "python benchmarks/bench_embedding.py --tools 10000 "
+        "python benchmarks/bench_embedding.py --tools 10000 --cache-dir /tmp/emb_cold "
         "--out benchmarks/results/bench_embedding_10k.json",
         {
             "bench_embedding_10k": lambda data: _script("bench_embedding").markdown(
