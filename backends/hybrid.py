@@ -6,7 +6,8 @@ Each member ranks the query on its own (its best ``depth`` hits) and the hybrid 
 ``fusion="convex"`` (default)
     each member's scores normalised per query (``max`` for lexical members, ``minmax`` for
     ``embedding``), then ``Σ w_m · norm_m(tool) / Σ w_m``, plus ``name_weight`` times the
-    share of the query's content words that are words of the tool's name or server;
+    share of the query's content words that are words of the tool's name or server, plus
+    ``exact_name_bonus`` when the query says every word of the tool's own name;
 ``fusion="rrf"``
     reciprocal rank fusion, ``Σ w_m / (k + rank_m(tool))`` (Cormack, Clarke and Büttcher,
     SIGIR 2009), the previous default.
@@ -43,6 +44,7 @@ from .warming import BackgroundUpdates
 
 __all__ = [
     "DEFAULT_DEPTH",
+    "DEFAULT_EXACT_NAME_BONUS",
     "DEFAULT_FUSION",
     "DEFAULT_K",
     "DEFAULT_MEMBERS",
@@ -65,6 +67,10 @@ FUSIONS: tuple[str, ...] = ("convex", "rrf")
 DEFAULT_FUSION = "convex"
 #: Weight of the name-match feature in convex fusion.
 DEFAULT_NAME_WEIGHT = 0.2
+#: What a tool gains in convex fusion when the query says every word of its own name (two
+#: words or more). Off: as a tier (1.0) it lowered dev keywords hit@1 and BFCL ndcg@10
+#: (``docs/retrieval.md``).
+DEFAULT_EXACT_NAME_BONUS = 0.0
 #: "No tool fits" below this best embedding cosine (the default embedding model only): the
 #: highest threshold costing at most .01 recall@5 on every dev split (``docs/retrieval.md``).
 DEFAULT_MIN_SIMILARITY = 0.23
@@ -197,7 +203,9 @@ class HybridBackend(BaseBackend):
     :data:`DEFAULT_MEMBERS`. ``fusion``: ``"convex"`` or ``"rrf"``. ``k``: the RRF constant.
     ``depth``: hits taken from each member (at least the requested ``k`` of a search).
     ``normalise``: per-member ``"max"`` or ``"minmax"`` (convex fusion). ``name_weight``: weight
-    of the name-match feature (convex fusion; 0 turns it off). ``multistep``: search each step
+    of the name-match feature (convex fusion; 0 turns it off). ``exact_name_bonus``: what a
+    tool whose whole name (two words or more) the query says gains (0 turns it off).
+    ``multistep``: search each step
     of a multi-clause request and merge (:mod:`toolsearch.multistep`). ``min_member_score``:
     ``{member: score}``; no hits ("no tool fits") when every listed member's best raw score is
     below its threshold (``docs/retrieval.md``); by default :data:`DEFAULT_MIN_SIMILARITY` for
@@ -234,6 +242,7 @@ class HybridBackend(BaseBackend):
         fusion: str = DEFAULT_FUSION,
         normalise: Mapping[str, str] | None = None,
         name_weight: float = DEFAULT_NAME_WEIGHT,
+        exact_name_bonus: float = DEFAULT_EXACT_NAME_BONUS,
         multistep: bool = DEFAULT_MULTISTEP,
         min_member_score: Mapping[str, float] | None = None,
         background: bool | None = None,
@@ -252,6 +261,7 @@ class HybridBackend(BaseBackend):
         self.fusion = fusion
         self.normalise = _check_normalise(normalise, self.weights)
         self.name_weight = _check_number("name_weight", name_weight)
+        self.exact_name_bonus = _check_number("exact_name_bonus", exact_name_bonus)
         self.member_options = _check_member_options(member_options, self.weights)
         if min_member_score is None:
             min_member_score = _default_min_scores(self.weights, member_options or {})
@@ -265,7 +275,14 @@ class HybridBackend(BaseBackend):
 
         self.k = k
         self.depth = depth
-        self.fuser = Fuser(self.weights, fusion, self.normalise, float(k), self.name_weight)
+        self.fuser = Fuser(
+            self.weights,
+            fusion,
+            self.normalise,
+            float(k),
+            self.name_weight,
+            exact_name_bonus=self.exact_name_bonus,
+        )
         self.members: dict[str, SearchBackend] = {
             member: load_backend(member, **self.member_options[member]) for member in self.weights
         }
@@ -407,6 +424,7 @@ class HybridBackend(BaseBackend):
             "member_states": self.member_states(),
             "normalise": dict(self.normalise),
             "name_weight": self.name_weight,
+            "exact_name_bonus": self.exact_name_bonus,
             "multistep": self.multistep,
             "min_member_score": dict(self.min_member_score),
             "member_params": {

@@ -1,7 +1,8 @@
 """A sentence-transformers model exported to ONNX and run without PyTorch (docs/speed.md).
 
 The model's transformer is exported once with ``torch.onnx`` (optionally quantised to int8
-with ONNX Runtime's dynamic quantisation) into ``<onnx_dir>/<fingerprint>-<precision>.onnx``,
+with ONNX Runtime's dynamic quantisation), in a child process so that the calling process never
+imports PyTorch or holds its memory, into ``<onnx_dir>/<fingerprint>-<precision>.onnx``,
 ``fingerprint`` being the model folder's :func:`~toolsearch.backends.encoders.model_fingerprint`.
 Later processes load that file with ONNX Runtime and tokenise with the model's own
 ``tokenizer.json`` through the ``tokenizers`` library: no PyTorch import. Pooling and
@@ -25,6 +26,8 @@ import importlib.util
 import json
 import logging
 import os
+import subprocess
+import sys
 import tempfile
 import threading
 import warnings
@@ -44,7 +47,13 @@ if TYPE_CHECKING:
     FloatMatrix = NDArray[np.float32]
     IntMatrix = NDArray[np.int64]
 
-__all__ = ["PRECISIONS", "OnnxEncoder", "export_onnx", "onnx_unavailable_reason"]
+__all__ = [
+    "PRECISIONS",
+    "OnnxEncoder",
+    "export_in_child",
+    "export_onnx",
+    "onnx_unavailable_reason",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -191,7 +200,7 @@ class OnnxEncoder:
             logger.warning(
                 "ONNX export %s is unusable (%s); exporting it again", self.file, problem
             )
-        export_onnx(self.path, self.file, self.precision, self._tokenizer, self.layout.pooling)
+        export_in_child(self.path, self.file, self.precision)
         problem, session = _check_export(self.file, self._tokenizer, self.layout.pooling)
         if problem is not None:
             raise BackendError(f"ONNX export {self.file} is unusable right after export: {problem}")
@@ -401,6 +410,44 @@ def export_onnx(
         _record_path(target).write_text(json.dumps(record))
 
 
+# Exit status of the export child when torch or transformers is missing.
+_MISSING_EXTRA_STATUS = 3
+
+
+def export_in_child(model_path: Path, target: Path, precision: str) -> None:
+    """:func:`export_onnx` run in a fresh Python process (``python -m`` this module), so that
+    PyTorch is imported, and its memory held, only there; its errors come back as they were."""
+    command = [sys.executable, "-m", __name__, str(model_path), str(target), precision]
+    logger.info("exporting %s to ONNX (%s) in a child process", model_path, precision)
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode == 0:
+        return
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    reason = lines[-1] if lines else f"exit status {done.returncode}"
+    if done.returncode == _MISSING_EXTRA_STATUS:
+        raise MissingExtraError("embedding", "embedding", [reason])
+    raise BackendError(f"ONNX export of {model_path} failed: {reason}")
+
+
+def _export_main(argv: list[str]) -> int:
+    """The export child: ``MODEL_PATH TARGET PRECISION``; a missing extra exits with
+    :data:`_MISSING_EXTRA_STATUS` and the missing module's name as the last stderr line."""
+    model_path, target, precision = Path(argv[0]), Path(argv[1]), argv[2]
+    layout = read_layout(model_path)
+    if isinstance(layout, str):
+        print(f"the model cannot run with ONNX: {layout}", file=sys.stderr)
+        return 2
+    try:
+        export_onnx(model_path, target, precision, _tokenizer(layout), layout.pooling)
+    except MissingExtraError as exc:
+        print(", ".join(exc.missing) if exc.missing else "torch", file=sys.stderr)
+        return _MISSING_EXTRA_STATUS
+    except BackendError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    return 0
+
+
 class _TokenEmbeddings:
     """The transformer as a module of three tensors returning the token vectors."""
 
@@ -459,3 +506,7 @@ def _torch_probes(torch: Any, model: Any, tokenizer: Any, pooling: str) -> Float
             token_type_ids=torch.zeros_like(torch.from_numpy(ids)),
         ).last_hidden_state.numpy()
     return normalise(pool_tokens(tokens, mask, pooling))
+
+
+if __name__ == "__main__":
+    raise SystemExit(_export_main(sys.argv[1:]))

@@ -26,7 +26,7 @@ import argparse
 import json
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +65,10 @@ MEMBERS: Mapping[str, MemberSpec] = {
 }
 EMBEDDING_GRID = (0.5, 0.55, 0.6, 0.65, 0.7, 0.75)
 NAME_GRID = (0.0, 0.1, 0.2, 0.4)
+#: What a tool gains when the query says its whole name: above any fused score, so a tier.
+EXACT_BONUS = 1.0
+#: A bonus about the size of a close lead between two fused scores.
+SMALL_EXACT_BONUS = 0.1
 #: Split of the lexical share between stemmed bm25 and fts5 in the default.
 LEXICAL_SHARES = {"bm25_stem": 4 / 7, "fts5": 3 / 7}
 #: The highest recall@5 the abstention threshold may cost on any dev set.
@@ -310,6 +314,18 @@ def variants(embedding: float, name_weight: float) -> list[Variant]:
             "+ stemmed bm25 (default)",
             default_variant(embedding, name_weight).fuser,
             what="plus bm25 with stemming and stop-words as a third member",
+        ),
+        Variant(
+            "+ exact name, 2+ words",
+            replace(default_variant(embedding, name_weight).fuser, exact_name_bonus=EXACT_BONUS),
+            what="plus a tier for tools whose whole name (two words or more) the query says",
+        ),
+        Variant(
+            "+ exact name, 2+ words, small",
+            replace(
+                default_variant(embedding, name_weight).fuser, exact_name_bonus=SMALL_EXACT_BONUS
+            ),
+            what="plus a small bonus for tools whose whole name (two words or more) the query says",
         ),
         Variant(
             "+ multi-step",

@@ -11,6 +11,7 @@ from toolsearch.fusion import (
     convex_fuse,
     name_coverage,
     name_words,
+    names_whole_name,
     normalise,
     query_words,
 )
@@ -69,3 +70,30 @@ def test_fuser_adds_the_name_weight() -> None:
         "mcp__jira__create_ticket": 1.0,
         "mcp__github__create_issue": 0.5,
     }
+
+
+def test_names_whole_name_needs_every_word_of_the_own_name() -> None:
+    query = query_words(parse_query("create a github pull request"))
+    exact = name_words(Tool("mcp__github__create_pull_request", "Open a PR."))
+    longer = name_words(Tool("mcp__github__create_pull_request_review", "Review a PR."))
+    short = name_words(Tool("mcp__brave__create", "Create."))
+    assert names_whole_name(query, exact.own, 2)
+    assert not names_whole_name(query, longer.own, 2)  # the query does not say "review"
+    assert not names_whole_name(query, short.own, 2)  # one word: below the minimum
+    assert names_whole_name(query, short.own, 1)
+
+
+def test_exact_name_bonus_puts_the_named_tool_above_a_stronger_paraphrase() -> None:
+    tools = [
+        Tool("mcp__github__create_pull_request", "Open a PR."),
+        Tool("mcp__github__create_pull_request_review", "Review a PR."),
+    ]
+    names = {t.name: name_words(t) for t in tools}
+    hits = {"m": [Hit(tools[1].name, 1.0), Hit(tools[0].name, 0.5)]}
+    query = parse_query("create a github pull request")
+    named = Fuser({"m": 1.0}, "convex", {"m": "max"}, name_weight=0.2)
+    tiered = Fuser({"m": 1.0}, "convex", {"m": "max"}, name_weight=0.2, exact_name_bonus=1.0)
+    assert max(named.fuse(query, hits, names).items(), key=lambda p: p[1])[0] == tools[1].name
+    fused = tiered.fuse(query, hits, names)
+    assert max(fused.items(), key=lambda p: p[1])[0] == tools[0].name
+    assert fused[tools[1].name] == named.fuse(query, hits, names)[tools[1].name]

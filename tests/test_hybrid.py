@@ -293,6 +293,8 @@ def test_multistep_option_searches_each_step() -> None:
         ({"normalise": {"keyword": "zscore"}}, "must be one of max, minmax"),
         ({"name_weight": -1}, "non-negative"),
         ({"name_weight": "high"}, "finite number"),
+        ({"exact_name_bonus": -0.5}, "exact_name_bonus must be non-negative"),
+        ({"exact_name_bonus": float("nan")}, "exact_name_bonus must be a finite number"),
         ({"multistep": "yes"}, "multistep must be true or false"),
     ],
 )

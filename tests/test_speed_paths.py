@@ -196,7 +196,7 @@ def test_onnx_vectors_equal_pytorch_and_a_corrupt_export_is_rebuilt(
 
 
 @pytest.mark.slow  # exports the shipped model once
-def test_a_warm_default_search_never_imports_torch(tmp_path: Path) -> None:
+def test_a_default_search_never_imports_torch(tmp_path: Path) -> None:
     pytest.importorskip("onnxruntime")
     pytest.importorskip("sentence_transformers")
     import os
@@ -219,5 +219,6 @@ def test_a_warm_default_search_never_imports_torch(tmp_path: Path) -> None:
         for _ in range(2)
     ]
     assert all(run.returncode == 0 for run in runs), runs[-1].stderr
-    assert runs[0].stdout.strip() == "True"  # the one-time export
-    assert runs[1].stdout.strip() == "False"
+    # the one-time export runs in a child process: neither call imports torch itself
+    assert [run.stdout.strip() for run in runs] == ["False", "False"]
+    assert list(tmp_path.rglob("*-fp32.onnx"))

@@ -18,7 +18,14 @@ returns stays a positive-score hit.
 Name match (:func:`name_coverage`): the share of a query's content words that are words of a
 tool's name or server. Added with a small weight, it puts the tool whose name *is* the request
 ("create a github pull request" → ``mcp__github__create_pull_request``) ahead of paraphrases.
-The measurements behind both are in ``docs/retrieval.md``.
+Exact name (:func:`names_whole_name`): when every word of a tool's own name (at least
+``exact_name_min_words`` of them) is a content word of the query, the tool gets
+``exact_name_bonus``. With a bonus above the largest fused score this is a tier: a tool the query
+names word for word is never outranked by a paraphrase ("create a github pull request" puts
+``create_pull_request`` ahead of ``create_pull_request_review``, whose ``review`` the query does
+not say).
+
+The measurements behind all three are in ``docs/retrieval.md``.
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ __all__ = [
     "convex_fuse",
     "name_coverage",
     "name_words",
+    "names_whole_name",
     "normalise",
     "query_words",
     "rrf_fuse",
@@ -115,6 +123,12 @@ def name_coverage(query: Collection[str], name: Collection[str]) -> float:
     return 2 * shared / (len(query) + len(name))
 
 
+def names_whole_name(query: Collection[str], own: Collection[str], min_words: int) -> bool:
+    """Whether the query says every word of a tool's own name (server words not needed), and
+    the name has at least ``min_words`` words."""
+    return len(own) >= min_words and all(word in query for word in own)
+
+
 @dataclass(frozen=True, slots=True)
 class NameWords:
     """The words of a tool's name: with its server (``words``) and without (``own``)."""
@@ -140,7 +154,8 @@ class Fuser:
     """One fusion configuration: how member hits become one ranking (see the module).
 
     ``methods`` gives each member's normalisation (convex fusion), ``k`` the RRF constant,
-    ``name_weight`` the weight of :func:`name_coverage` (convex fusion only).
+    ``name_weight`` the weight of :func:`name_coverage`, ``exact_name_bonus`` what a tool whose
+    whole name (``exact_name_min_words`` words or more) the query says gains (convex fusion only).
     """
 
     weights: Mapping[str, float]
@@ -148,6 +163,8 @@ class Fuser:
     methods: Mapping[str, str] = field(default_factory=dict)
     k: float = 60.0
     name_weight: float = 0.0
+    exact_name_bonus: float = 0.0
+    exact_name_min_words: int = 2
 
     def fuse(
         self,
@@ -161,13 +178,19 @@ class Fuser:
             rankings = {m: [hit.name for hit in found] for m, found in hits.items()}
             return rrf_fuse(rankings, self.weights, self.k)
         fused = convex_fuse(hits, self.weights, self.methods)
-        if self.name_weight > 0:
+        if self.name_weight > 0 or self.exact_name_bonus > 0:
             words = query_words(query)
             for name in fused:
                 found = names.get(name)
-                if found is None:
-                    continue
-                bonus = self.name_weight * name_coverage(words, found.words)
-                if bonus:
-                    fused[name] = round(fused[name] + bonus, _SCORE_DECIMALS)
+                if found is not None:
+                    fused[name] = round(
+                        fused[name] + self._name_bonus(words, found), _SCORE_DECIMALS
+                    )
         return fused
+
+    def _name_bonus(self, words: frozenset[str], found: NameWords) -> float:
+        """What a tool's name adds to its fused score for a query of content ``words``."""
+        bonus = self.name_weight * name_coverage(words, found.words)
+        if self.exact_name_bonus and names_whole_name(words, found.own, self.exact_name_min_words):
+            bonus += self.exact_name_bonus
+        return bonus
