@@ -249,7 +249,9 @@ async def test_gateway_arguments_are_checked() -> None:
     async with McpHub([], tools=LOCAL, backend="keyword", deny=["LocalBeta"]) as hub:
         gateway = Gateway(hub)
         definitions = {d["name"]: d for d in gateway.tool_definitions()}
-        assert definitions[SEARCH_TOOL_NAME]["inputSchema"]["required"] == ["query"]
+        search_schema = definitions[SEARCH_TOOL_NAME]["inputSchema"]
+        assert search_schema["required"] == []  # query or queries, checked by the handler
+        assert search_schema["properties"]["queries"]["items"] == {"type": "string"}
         assert definitions[CALL_TOOL_NAME]["inputSchema"]["required"] == ["name"]
         found = await gateway.handle(SEARCH_TOOL_NAME, {"query": "tool", "max_results": 2})
         assert [t["name"] for t in found.structured_content["tools"]] == [
@@ -264,7 +266,16 @@ async def test_gateway_arguments_are_checked() -> None:
         bad_k = await gateway.handle(SEARCH_TOOL_NAME, {"query": "x", "max_results": 0})
         assert bad_k.is_error and "max_results must be between 1 and 100" in bad_k.text
         no_query = await gateway.handle(SEARCH_TOOL_NAME, {})
-        assert no_query.is_error and "needs a string 'query'" in no_query.text
+        assert no_query.is_error and "needs a string 'query' (or 'queries')" in no_query.text
+        for bad, message in [
+            ({"queries": "tool"}, "'queries' must be a non-empty array of strings"),
+            ({"queries": []}, "'queries' must be a non-empty array of strings"),
+            ({"queries": ["tool", 3]}, "'queries' must be a non-empty array of strings"),
+            ({"queries": ["x"] * 11}, "'queries' holds 11 queries; at most 10 a call"),
+            ({"query": "tool", "queries": ["tool"]}, "give 'query' or 'queries', not both"),
+        ]:
+            refused = await gateway.handle(SEARCH_TOOL_NAME, bad)
+            assert refused.is_error and message in refused.text, bad
         no_name = await gateway.handle(CALL_TOOL_NAME, {"arguments": {}})
         assert no_name.is_error and "'name'" in no_name.text
         bad_args = await gateway.handle(CALL_TOOL_NAME, {"name": "LocalAlpha", "arguments": [1]})
@@ -330,3 +341,30 @@ def test_serve_reports_config_errors(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "invalid rule" in capsys.readouterr().err
     assert main(["serve", "--config", str(good), "--port", "70000"]) == 2
     assert "--port must be between 0 and 65535" in capsys.readouterr().err
+
+
+@pytest.mark.anyio
+async def test_several_queries_in_one_search_are_merged() -> None:
+    async with McpHub([], tools=LOCAL, backend="keyword", deny=["LocalBeta"]) as hub:
+        gateway = Gateway(hub)
+        alone = [
+            [
+                t["name"]
+                for t in (await gateway.handle(SEARCH_TOOL_NAME, {"query": q})).structured_content[
+                    "tools"
+                ]
+            ]
+            for q in ("select:LocalDelta", "select:LocalAlpha,LocalBeta")
+        ]
+        assert alone == [["LocalDelta"], ["LocalAlpha"]]
+        many = await gateway.handle(
+            SEARCH_TOOL_NAME, {"queries": ["select:LocalDelta", "select:LocalAlpha,LocalBeta"]}
+        )
+        assert not many.is_error
+        record = many.structured_content
+        assert [t["name"] for t in record["tools"]] == ["LocalDelta", "LocalAlpha"]
+        assert record["merged_queries"] == 2 and record["not_found"] == ["LocalBeta"]
+        assert json.loads(many.text)["merged"].startswith("2 queries, merged round-robin")
+        same = await gateway.handle(SEARCH_TOOL_NAME, {"queries": ["tool", "tool"]})
+        names = [t["name"] for t in same.structured_content["tools"]]
+        assert len(names) == len(set(names)) > 0  # each tool once

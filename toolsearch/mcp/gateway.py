@@ -6,7 +6,9 @@ other MCP server and sees two tools, whatever the configured servers offer:
 
 ``search_tools``  ``{query, max_results?}`` — the ToolSearch query syntax (``select:a,b``, exact
                   names, ``mcp__server`` prefixes, keywords with ``+required`` terms); returns
-                  the matching tools with their input schemas
+                  the matching tools with their input schemas. ``{queries: [...]}`` instead
+                  of ``query`` searches several queries (the steps of a task) in one call and
+                  merges them round-robin, each tool once (``ToolSearch.search_many``)
 ``call_tool``     ``{name, arguments?}`` — runs a tool by its ``mcp__<server>__<tool>`` name on
                   its server and returns that server's result unchanged
 
@@ -48,6 +50,8 @@ __all__ = [
 ]
 
 SEARCH_TOOL_NAME = "search_tools"
+#: The most queries one ``search_tools`` call may carry in ``queries``.
+MAX_QUERIES = 10
 CALL_TOOL_NAME = "call_tool"
 GatewayTransport = Literal["stdio", "http"]
 
@@ -60,12 +64,49 @@ Query forms:
 - "slack send message" - keyword search, up to max_results best matches
 - "+github issue" - require "github" in the name, description or hint, rank by the rest
 - "select:mcp__github__create_issue,mcp__slack__post" - fetch these exact tools by name
-- "mcp__github" - the tools of one server"""
+- "mcp__github" - the tools of one server
+
+For a task of several steps, pass "queries" (one query a step) instead of "query": each is \
+searched and the results merged, each tool once."""
 
 CALL_DESCRIPTION = """\
 Run a tool found with search_tools. Pass its exact name (mcp__<server>__<tool>) and its \
 arguments as an object matching the tool's input_schema. The tool's own result is returned; \
 errors from the tool or its server come back as error results."""
+
+
+def _search_schema(base: dict[str, Any]) -> dict[str, Any]:
+    """The ToolSearch input schema plus ``queries`` (the steps of a task, searched in one
+    call); one of ``query`` and ``queries`` is needed, which the handler checks."""
+    properties = dict(base.get("properties", {}))
+    properties["queries"] = {
+        "type": "array",
+        "items": {"type": "string"},
+        "minItems": 1,
+        "maxItems": MAX_QUERIES,
+        "description": "Instead of query: several queries (e.g. one per step of a task), "
+        "searched one by one and merged round-robin, each tool once",
+    }
+    return {**base, "properties": properties, "required": []}
+
+
+def _query_problem(query: object, queries: object) -> str | None:
+    """What is wrong with a ``search_tools`` call's ``query`` / ``queries``, or None."""
+    if queries is None:
+        if not isinstance(query, str):
+            return f"needs a string 'query' (or 'queries'), got {type(query).__name__}"
+        return None
+    if query is not None:
+        return "give 'query' or 'queries', not both"
+    if (
+        not isinstance(queries, list)
+        or not queries
+        or not all(isinstance(item, str) for item in queries)
+    ):
+        return "'queries' must be a non-empty array of strings"
+    if len(queries) > MAX_QUERIES:
+        return f"'queries' holds {len(queries)} queries; at most {MAX_QUERIES} a call"
+    return None
 
 
 class Gateway:
@@ -80,7 +121,7 @@ class Gateway:
     def tool_definitions(self) -> list[dict[str, Any]]:
         """The gateway's two tools as MCP ``tools/list`` entries."""
         cap = self.hub.engine.max_results_cap
-        search_schema = dict(tool_search_tool(cap).input_schema)
+        search_schema = _search_schema(dict(tool_search_tool(cap).input_schema))
         call_schema: dict[str, Any] = {
             "type": "object",
             "properties": {
@@ -111,18 +152,20 @@ class Gateway:
 
     def search(self, arguments: Mapping[str, Any]) -> ToolCallResult:
         """Answer one ``search_tools`` call (bad arguments are an error result)."""
-        query = arguments.get("query")
+        query, queries = arguments.get("query"), arguments.get("queries")
         max_results = arguments.get("max_results", DEFAULT_MAX_RESULTS)
-        if not isinstance(query, str):
-            return ToolCallResult.error(
-                f"search_tools needs a string 'query', got {type(query).__name__}"
-            )
+        problem = _query_problem(query, queries)
+        if problem is not None:
+            return ToolCallResult.error(f"search_tools: {problem}")
         try:
-            found = self.hub.search(query, max_results)
+            if isinstance(query, str):
+                found = self.hub.search(query, max_results)
+            else:
+                found = self.hub.search_many(list(queries or ()), max_results)
         except QueryError as exc:
             return ToolCallResult.error(f"search_tools: {exc}")
         removed = self._removed_since_last_search()
-        return self._search_result(found, removed)
+        return self._search_result(found, removed, len(queries) if queries is not None else 0)
 
     def _removed_since_last_search(self) -> dict[str, str]:
         changes = self.hub.changes
@@ -135,10 +178,14 @@ class Gateway:
                 removed.pop(name, None)
         return removed
 
-    def _search_result(self, found: HubSearchResult, removed: Mapping[str, str]) -> ToolCallResult:
+    def _search_result(
+        self, found: HubSearchResult, removed: Mapping[str, str], merged: int
+    ) -> ToolCallResult:
+        """The call's result; ``merged`` is how many ``queries`` were merged (0: one query)."""
         tools = [{**tool.definition(), "server": tool.server} for tool in found.tools]
         record: dict[str, Any] = {
             "query": found.result.query,
+            "merged_queries": merged,
             "tools": tools,
             "total_deferred_tools": found.result.total_deferred_tools,
             "pending_mcp_servers": list(found.pending_servers),
@@ -148,6 +195,8 @@ class Gateway:
         }
         if tools:
             payload: dict[str, Any] = {"tools": tools}
+            if merged:
+                payload["merged"] = f"{merged} queries, merged round-robin, each tool once"
             if found.result.not_found:
                 payload["not_found"] = list(found.result.not_found)
             if removed:

@@ -500,7 +500,15 @@ class McpHub:
     def search(self, query: str, max_results: int = DEFAULT_MAX_RESULTS) -> HubSearchResult:
         """Run one ToolSearch query over the permitted pool (raises :class:`QueryError` on
         invalid arguments, like :meth:`ToolSearch.search`)."""
-        result = self.engine.search(query, max_results)
+        return self._hub_result(self.engine.search(query, max_results))
+
+    def search_many(
+        self, queries: Sequence[str], max_results: int = DEFAULT_MAX_RESULTS
+    ) -> HubSearchResult:
+        """Several queries in one call, merged as :meth:`ToolSearch.search_many` merges them."""
+        return self._hub_result(self.engine.search_many(queries, max_results))
+
+    def _hub_result(self, result: SearchResult) -> HubSearchResult:
         found = (self.engine.get(name) for name in result.names)
         return HubSearchResult(
             result=result,
@@ -627,6 +635,13 @@ class BlockingMcpHub:
     def search(self, query: str, max_results: int = DEFAULT_MAX_RESULTS) -> HubSearchResult:
         """:meth:`McpHub.search`, from any thread."""
         result: HubSearchResult = self._call(self.hub.search, query, max_results)
+        return result
+
+    def search_many(
+        self, queries: Sequence[str], max_results: int = DEFAULT_MAX_RESULTS
+    ) -> HubSearchResult:
+        """:meth:`McpHub.search_many`, from any thread."""
+        result: HubSearchResult = self._call(self.hub.search_many, queries, max_results)
         return result
 
     def call_tool(
