@@ -44,6 +44,7 @@ from member_runs import (
 )
 
 from toolsearch.backend import Hit
+from toolsearch.backends.hybrid import DEFAULT_EXACT_NAME_BONUS as EXACT_NAME_BONUS
 from toolsearch.bench.metrics import parse_metrics, per_query_scores
 from toolsearch.bench.significance import compare_backends
 from toolsearch.fusion import Fuser, NameWords, name_words
@@ -65,10 +66,8 @@ MEMBERS: Mapping[str, MemberSpec] = {
 }
 EMBEDDING_GRID = (0.5, 0.55, 0.6, 0.65, 0.7, 0.75)
 NAME_GRID = (0.0, 0.1, 0.2, 0.4)
-#: What a tool gains when the query says its whole name: above any fused score, so a tier.
-EXACT_BONUS = 1.0
-#: A bonus about the size of a close lead between two fused scores.
-SMALL_EXACT_BONUS = 0.1
+#: The exact-name bonus as a tier: above any fused score.
+EXACT_TIER = 1.0
 #: Split of the lexical share between stemmed bm25 and fts5 in the default.
 LEXICAL_SHARES = {"bm25_stem": 4 / 7, "fts5": 3 / 7}
 #: The highest recall@5 the abstention threshold may cost on any dev set.
@@ -303,6 +302,8 @@ def variants(embedding: float, name_weight: float) -> list[Variant]:
         depth=50,
         what="RRF k=5 of embedding 1.0 + fts5 0.5, depth 50",
     )
+    stemmed = default_variant(embedding, name_weight)
+    default = replace(stemmed.fuser, exact_name_bonus=EXACT_NAME_BONUS)
     steps = [
         convex_variant(
             "+ convex fusion", embedding, 0.0, {"fts5": 1.0}, "normalised convex combination"
@@ -311,25 +312,24 @@ def variants(embedding: float, name_weight: float) -> list[Variant]:
             "+ name match", embedding, name_weight, {"fts5": 1.0}, "plus the name-match feature"
         ),
         Variant(
-            "+ stemmed bm25 (default)",
-            default_variant(embedding, name_weight).fuser,
+            "+ stemmed bm25",
+            stemmed.fuser,
             what="plus bm25 with stemming and stop-words as a third member",
         ),
         Variant(
-            "+ exact name, 2+ words",
-            replace(default_variant(embedding, name_weight).fuser, exact_name_bonus=EXACT_BONUS),
-            what="plus a tier for tools whose whole name (two words or more) the query says",
+            "+ exact-name bonus (default)",
+            default,
+            what=f"plus {EXACT_NAME_BONUS} for tools whose whole name (two words or more) "
+            "the query says",
         ),
         Variant(
-            "+ exact name, 2+ words, small",
-            replace(
-                default_variant(embedding, name_weight).fuser, exact_name_bonus=SMALL_EXACT_BONUS
-            ),
-            what="plus a small bonus for tools whose whole name (two words or more) the query says",
+            "exact-name tier instead",
+            replace(default, exact_name_bonus=EXACT_TIER),
+            what=f"a bonus of {EXACT_TIER} instead: such tools always first",
         ),
         Variant(
             "+ multi-step",
-            default_variant(embedding, name_weight).fuser,
+            default,
             multistep=True,
             what="plus per-step search of multi-clause requests, merged round-robin",
         ),
@@ -392,6 +392,8 @@ def check_against_backend(data: Data, variant: Variant, n: int = 25) -> None:
         raise SystemExit(f"HybridBackend's weights {actual} are not the chosen {wanted}")
     if backend.fuser.name_weight != variant.fuser.name_weight:
         raise SystemExit("HybridBackend's name weight is not the chosen one")
+    if backend.fuser.exact_name_bonus != variant.fuser.exact_name_bonus:
+        raise SystemExit("HybridBackend's exact-name bonus is not the ablation's default")
     backend.index(list(data.sample.dataset.tools))
     replayed = rank(data, variant)
     for query in data.sample.queries[:n]:
@@ -432,7 +434,7 @@ def markdown_table(results: Mapping[str, Any], split: str = "test") -> str:
     return "\n".join(lines)
 
 
-DEFAULT_VARIANT = "+ stemmed bm25 (default)"
+DEFAULT_VARIANT = "+ exact-name bonus (default)"
 MEMBER_VARIANTS = ("keyword", "bm25", "bm25_stem", "fts5", "embedding")
 
 

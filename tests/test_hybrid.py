@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -253,6 +254,7 @@ def test_default_is_convex_fusion_with_name_match() -> None:
     hybrid = _hybrid()
     params = hybrid.params()
     assert params["fusion"] == "convex" and params["name_weight"] == 0.2
+    assert params["exact_name_bonus"] == 0.1
     assert params["normalise"] == {"keyword": "max", "embedding": "minmax"}
     assert params["multistep"] is False
     assert DEFAULT_MEMBERS == {"embedding": 0.65, "bm25": 0.2, "fts5": 0.15}
@@ -327,3 +329,20 @@ def test_default_abstention_only_for_the_default_embedding_model() -> None:
     assert _hybrid().min_member_score == {}  # a configured embedding model is not calibrated
     assert HybridBackend(members=["keyword"]).min_member_score == {}
     assert HybridBackend(members=["embedding"], min_member_score={}).min_member_score == {}
+
+
+def test_the_default_puts_the_tool_the_query_names_first() -> None:
+    """The bundled catalogue's obvious query: the tool named word for word comes first."""
+    from toolsearch.dataset import load_dataset
+
+    root = Path(__file__).resolve().parents[1] / "datasets" / "mcp-workbench"
+    tools = list(load_dataset(root).tools)
+    hybrid = _hybrid(members={"bm25": 0.55, "fts5": 0.45}, member_options={"bm25": {}})
+    plain = _hybrid(
+        members={"bm25": 0.55, "fts5": 0.45}, member_options={"bm25": {}}, exact_name_bonus=0
+    )
+    for backend in (hybrid, plain):
+        backend.index(tools)
+    query = parse_query("create a github pull request")
+    assert plain.search(query, 1)[0].name == "mcp__github__create_pull_request_review"
+    assert hybrid.search(query, 1)[0].name == "mcp__github__create_pull_request"
