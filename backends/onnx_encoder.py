@@ -412,6 +412,8 @@ def export_onnx(
 
 # Exit status of the export child when torch or transformers is missing.
 _MISSING_EXTRA_STATUS = 3
+# Seconds the export child may take (about 20 on two idle cores) before it counts as failed.
+_EXPORT_TIMEOUT = 1800.0
 
 
 def export_in_child(model_path: Path, target: Path, precision: str) -> None:
@@ -419,7 +421,14 @@ def export_in_child(model_path: Path, target: Path, precision: str) -> None:
     PyTorch is imported, and its memory held, only there; its errors come back as they were."""
     command = [sys.executable, "-m", __name__, str(model_path), str(target), precision]
     logger.info("exporting %s to ONNX (%s) in a child process", model_path, precision)
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    try:
+        done = subprocess.run(
+            command, capture_output=True, text=True, check=False, timeout=_EXPORT_TIMEOUT
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise BackendError(
+            f"ONNX export of {model_path} took over {_EXPORT_TIMEOUT:.0f} s and was stopped"
+        ) from exc
     if done.returncode == 0:
         return
     lines = [line for line in done.stderr.splitlines() if line.strip()]

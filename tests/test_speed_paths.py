@@ -222,3 +222,15 @@ def test_a_default_search_never_imports_torch(tmp_path: Path) -> None:
     # the one-time export runs in a child process: neither call imports torch itself
     assert [run.stdout.strip() for run in runs] == ["False", "False"]
     assert list(tmp_path.rglob("*-fp32.onnx"))
+
+
+def test_a_failed_export_in_the_child_is_a_clear_error(tmp_path: Path) -> None:
+    pytest.importorskip("onnxruntime")
+    from toolsearch.backends.onnx_encoder import export_in_child
+
+    not_a_model = tmp_path / "not-a-model"
+    not_a_model.mkdir()
+    target = tmp_path / "onnx" / "x-fp32.onnx"
+    with pytest.raises(BackendError, match="failed: the model cannot run with ONNX: its sentence"):
+        export_in_child(not_a_model, target, "fp32")
+    assert not target.exists()

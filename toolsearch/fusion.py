@@ -20,10 +20,10 @@ tool's name or server. Added with a small weight, it puts the tool whose name *i
 ("create a github pull request" → ``mcp__github__create_pull_request``) ahead of paraphrases.
 Exact name (:func:`names_whole_name`): when every word of a tool's own name (at least
 ``exact_name_min_words`` of them) is a content word of the query, the tool gets
-``exact_name_bonus``. With a bonus above the largest fused score this is a tier: a tool the query
-names word for word is never outranked by a paraphrase ("create a github pull request" puts
-``create_pull_request`` ahead of ``create_pull_request_review``, whose ``review`` the query does
-not say).
+``exact_name_bonus``. The hybrid's small default settles close calls ("create a github pull
+request" puts ``create_pull_request`` ahead of ``create_pull_request_review``, whose ``review``
+the query does not say); a bonus above the largest fused score would make it a tier, which
+measured worse.
 
 The measurements behind all three are in ``docs/retrieval.md``.
 """
