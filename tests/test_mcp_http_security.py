@@ -42,9 +42,9 @@ def anyio_backend() -> str:
 
 
 @asynccontextmanager
-async def gateway_on(host: str, **options: Any) -> AsyncIterator[str]:
-    """A gateway over two local tools listening on ``host`` (a free port); yields its URL."""
-    hub = McpHub([], tools=[Tool("LocalEcho", "echo things", should_defer=True)])
+async def gateway_on(host: str, backend: str | None = None, **options: Any) -> AsyncIterator[str]:
+    """A gateway over a local tool listening on ``host`` (a free port); yields its URL."""
+    hub = McpHub([], tools=[Tool("LocalEcho", "echo things", should_defer=True)], backend=backend)
     async with hub, anyio.create_task_group() as tasks:
         ready = anyio.Event()
         urls: list[str] = []
@@ -87,6 +87,17 @@ async def test_host_and_origin_are_checked_on_every_loopback_address() -> None:
                 assert "Origin" in response.text
             assert (await post(url, origin=f"http://{host}:{port}")).status_code == 200
             assert (await post(url, host=f"localhost:{port}")).status_code == 200
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(120)
+async def test_a_cancelled_gateway_leaves_nothing_behind_for_the_next() -> None:
+    # The keyword backend opens no file, so the second listening socket takes the descriptor
+    # the first one freed: a listener still registered with the event loop would hide it.
+    for _ in range(3):
+        async with gateway_on("127.0.0.1", backend="keyword") as url:
+            with anyio.fail_after(30):
+                assert (await post(url)).status_code == 200
 
 
 @pytest.mark.anyio

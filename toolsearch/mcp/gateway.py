@@ -43,7 +43,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CALL_TOOL_NAME",
+    "MAX_QUERIES",
     "SEARCH_TOOL_NAME",
+    "SHUTDOWN_GRACE",
     "Gateway",
     "GatewayTransport",
     "serve",
@@ -324,6 +326,10 @@ class Gateway:
             await _QuietServer(config).serve(sockets=[sock])
 
 
+#: Seconds a cancelled HTTP gateway waits for open requests and its lifespan to finish.
+SHUTDOWN_GRACE = 5.0
+
+
 class _QuietServer:
     """uvicorn's server, stopping on SIGINT/SIGTERM without re-raising the signal afterwards
     (the hub still has servers to shut down cleanly)."""
@@ -353,7 +359,19 @@ class _QuietServer:
         return capture
 
     async def serve(self, sockets: list[socket.socket]) -> None:
-        await self._server.serve(sockets=sockets)
+        """Serve until a signal or until cancelled. A cancelled uvicorn skips its shutdown,
+        leaving its listeners registered with the event loop after their sockets close; a
+        later socket that reuses the descriptor would then never accept. So a cancelled
+        server still shuts down, shielded, for at most :data:`SHUTDOWN_GRACE` seconds."""
+        import anyio
+
+        try:
+            await self._server.serve(sockets=sockets)
+        except BaseException:
+            if self._server.started:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(SHUTDOWN_GRACE):
+                    await self._server.shutdown(sockets=sockets)
+            raise
 
 
 def _to_mcp(result: ToolCallResult) -> mcp_types.CallToolResult:
