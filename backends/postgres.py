@@ -10,9 +10,10 @@ the moment its transaction commits. A search is two rankings in the database and
 * dense: pgvector cosine similarity of the vectors the ``embedding`` backend computes for the
   same tools (its encoder and its on-disk cache), exact below ``hnsw_min_rows`` tools of a
   namespace and through an HNSW index above;
-* fusion: :func:`toolsearch.backends.hybrid.rrf_fuse` of the two rankings at the weights the
-  hybrid used before its convex fusion (:data:`FUSION_WEIGHTS`); porting the convex fusion needs
-  the raw score distributions out of SQL (``docs/postgres.md``).
+* fusion: the default hybrid's :class:`~toolsearch.fusion.Fuser` — a convex combination of the
+  per-query normalised scores (dense min-max, text divided by its best), plus the name match and
+  the exact-name bonus (:data:`FUSION_WEIGHTS`); ``fusion="rrf"`` keeps the previous default's
+  reciprocal rank fusion (:data:`RRF_WEIGHTS`, ``docs/postgres.md``).
 
 Writes are incremental and keyed by ``Tool.content_hash()``: ``index``, ``upsert`` and
 ``remove`` compare hashes in the database and touch only the tools that changed; a changed tool
@@ -45,12 +46,19 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from toolsearch.backend import BaseBackend, Hit
 from toolsearch.errors import BackendError, ConfigError, MissingExtraError
+from toolsearch.fusion import Fuser, name_words
 from toolsearch.query import ParsedQuery
 from toolsearch.tokenize import TOKENIZER_VERSION, SchemaCache, tool_fields
 from toolsearch.tool import Tool
 
 from .embedding import EmbeddingBackend, HashingEncoder, tool_text
-from .hybrid import DEFAULT_DEPTH, rrf_fuse
+from .hybrid import (
+    DEFAULT_DEPTH,
+    DEFAULT_EXACT_NAME_BONUS,
+    DEFAULT_MEMBERS,
+    DEFAULT_MIN_SIMILARITY,
+    DEFAULT_NAME_WEIGHT,
+)
 from .postgres_connect import ConnectionSettings
 from .postgres_schema import (
     check_namespace,
@@ -72,7 +80,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
     from psycopg_pool import ConnectionPool
 
-__all__ = ["WRITE_CHUNK", "PostgresBackend", "fuse"]
+__all__ = ["FUSION_WEIGHTS", "RRF_WEIGHTS", "WRITE_CHUNK", "PostgresBackend", "fuse", "fuser"]
 
 logger = logging.getLogger("toolsearch.backends.postgres")
 
@@ -91,16 +99,40 @@ _POOL_WAIT = 1.0
 _Ranked = list[tuple[str, bool, float]]  # (name, mcp, score), best first
 
 
-#: RRF of the dense and the full-text ranking, at the weights and constant the hybrid used
-#: before its convex fusion (``docs/postgres.md``): convex fusion needs each member's raw score
-#: distribution, which the SQL ranking does not expose yet.
-FUSION_WEIGHTS: dict[str, float] = {"embedding": 1.0, "lexical": 0.5}
+#: Convex weights of the dense and the full-text ranking: the default hybrid's dense weight,
+#: its two lexical members' weights given to the one text ranking (``docs/postgres.md``).
+FUSION_WEIGHTS: dict[str, float] = {"embedding": DEFAULT_MEMBERS["embedding"]} | {
+    "lexical": 1.0 - DEFAULT_MEMBERS["embedding"]
+}
+#: ``fusion="rrf"``: the weights and constant of the hybrid before its convex fusion.
+RRF_WEIGHTS: dict[str, float] = {"embedding": 1.0, "lexical": 0.5}
 FUSION_K = 5
+FUSIONS = ("convex", "rrf")
 
 
-def fuse(lexical: Sequence[str], dense: Sequence[str]) -> dict[str, float]:
-    """Fused scores of the full-text and the dense ranking (names best first)."""
-    return rrf_fuse({"lexical": lexical, "embedding": dense}, FUSION_WEIGHTS, FUSION_K)
+def fuser(fusion: str = "convex") -> Fuser:
+    """The :class:`~toolsearch.fusion.Fuser` of the ``postgres`` backend for ``fusion``."""
+    if fusion not in FUSIONS:
+        raise ConfigError(f"postgres option fusion must be one of {FUSIONS}, got {fusion!r}")
+    if fusion == "rrf":
+        return Fuser(RRF_WEIGHTS, "rrf", k=FUSION_K)
+    return Fuser(
+        FUSION_WEIGHTS,
+        "convex",
+        {"embedding": "minmax", "lexical": "max"},
+        name_weight=DEFAULT_NAME_WEIGHT,
+        exact_name_bonus=DEFAULT_EXACT_NAME_BONUS,
+    )
+
+
+def fuse(
+    lexical: Sequence[Hit], dense: Sequence[Hit], query: ParsedQuery, fusion: str = "convex"
+) -> dict[str, float]:
+    """Fused scores of the full-text and the dense hits (best first) for ``query``. Name
+    words come from the tool names alone (``mcp__server__tool``), as the rows carry no more."""
+    hits = {"lexical": lexical, "embedding": dense}
+    names = {hit.name: name_words(Tool(hit.name, "")) for hit in (*lexical, *dense)}
+    return fuser(fusion).fuse(query, hits, names)
 
 
 @dataclass(frozen=True)
@@ -154,8 +186,11 @@ class PostgresBackend(BaseBackend):
     keywords, e.g. TLS files). Storage: ``schema`` (default ``toolsearch``), ``namespace`` (one
     catalogue; default ``default``). Lexical ranking: ``rank_function``, ``rank_normalization``,
     ``rank_weights``. Dense ranking: ``hnsw_min_rows``, ``hnsw_m``, ``hnsw_ef_construction``,
-    ``ef_search``; the encoder options of the ``embedding`` backend (``model``, ``encoder`` —
-    an :class:`~toolsearch.backends.embedding.Encoder` or ``"hashing"`` —, ``fields``,
+    ``ef_search``. Fusion: ``fusion`` (``"convex"``, the default hybrid's, or ``"rrf"``);
+    ``min_similarity`` (no tool fits below this best cosine; the hybrid's for the shipped
+    model, ``None`` for none). The
+    encoder options of the ``embedding`` backend (``model``, ``encoder`` — an
+    :class:`~toolsearch.backends.embedding.Encoder` or ``"hashing"`` —, ``fields``,
     ``cache_dir``, ``batch_size``, ``device``, ``threads``, ``progress``). Details:
     docs/postgres.md.
     """
@@ -193,6 +228,8 @@ class PostgresBackend(BaseBackend):
         hnsw_m: int = 16,
         hnsw_ef_construction: int = 64,
         ef_search: int = 120,
+        fusion: str = "convex",
+        min_similarity: float | str | None = "default",
         **encoder_options: Any,
     ) -> None:
         super().__init__()
@@ -214,7 +251,10 @@ class PostgresBackend(BaseBackend):
         self.hnsw_m = _count_option("hnsw_m", hnsw_m, minimum=2)
         self.hnsw_ef_construction = _count_option("hnsw_ef_construction", hnsw_ef_construction, 4)
         self.ef_search = _count_option("ef_search", ef_search, minimum=1)
+        fuser(fusion)  # refuses an unknown fusion before connecting
+        self.fusion = fusion
         self._vectors = _Vectors(_encoder_options(encoder_options))
+        self.min_similarity = _min_similarity(min_similarity, encoder_options)
         self.channel = f"toolsearch_{self.schema}"
         #: Texts this instance sent to the encoder, and tools it wrote (for tests and reports).
         self.encoded = 0
@@ -591,8 +631,15 @@ class PostgresBackend(BaseBackend):
             return lexical, dense
 
         lexical, dense = self._retrying("search", rank)
+        if self.min_similarity is not None and dense and dense[0][2] < self.min_similarity:
+            return []  # no tool fits (the default hybrid's abstention)
         pool_key = {name: mcp for name, mcp, _ in (*lexical, *dense)}
-        fused = fuse([n for n, _, _ in lexical], [n for n, _, _ in dense])
+        fused = fuse(
+            [Hit(n, score) for n, _, score in lexical],
+            [Hit(n, score) for n, _, score in dense],
+            query,
+            self.fusion,
+        )
         ranked = sorted(fused, key=lambda name: (-fused[name], pool_key[name], name))
         return [Hit(name, fused[name]) for name in ranked[:k] if fused[name] > 0]
 
@@ -715,8 +762,25 @@ class PostgresBackend(BaseBackend):
             "rank_weights": list(self.rank_weights),
             "hnsw_min_rows": self.hnsw_min_rows,
             "ef_search": self.ef_search,
-            "fusion": {"weights": dict(FUSION_WEIGHTS), "k": FUSION_K, "depth": DEFAULT_DEPTH},
+            "fusion": self._fusion_params(),
+            "min_similarity": self.min_similarity,
             "embedding": self._vectors.describe(),
+        }
+
+    def _fusion_params(self) -> dict[str, object]:
+        if self.fusion == "rrf":
+            return {
+                "method": "rrf",
+                "weights": dict(RRF_WEIGHTS),
+                "k": FUSION_K,
+                "depth": DEFAULT_DEPTH,
+            }
+        return {
+            "method": "convex",
+            "weights": dict(FUSION_WEIGHTS),
+            "name_weight": DEFAULT_NAME_WEIGHT,
+            "exact_name_bonus": DEFAULT_EXACT_NAME_BONUS,
+            "depth": DEFAULT_DEPTH,
         }
 
 
@@ -782,6 +846,22 @@ def _count_option(name: str, value: object, minimum: int) -> int:
 _ENCODER_OPTIONS = frozenset(
     {"model", "encoder", "fields", "cache_dir", "batch_size", "device", "threads", "progress"}
 )
+
+
+def _min_similarity(value: object, encoder_options: Mapping[str, Any]) -> float | None:
+    """The abstention threshold: ``"default"`` is the hybrid's calibrated one for the shipped
+    model, and none for another model or encoder (its similarities are not calibrated)."""
+    if value == "default":
+        custom = encoder_options.get("model") is not None or "encoder" in encoder_options
+        return None if custom else DEFAULT_MIN_SIMILARITY
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not -1 <= value <= 1:
+        raise ConfigError(
+            f"postgres option min_similarity must be a cosine in [-1, 1], null or 'default', "
+            f"got {value!r}"
+        )
+    return float(value)
 
 
 def _encoder_options(options: Mapping[str, Any]) -> dict[str, Any]:

@@ -24,11 +24,14 @@ pytest.importorskip("pgvector")
 import psycopg
 
 from toolsearch.backends.embedding import HashingEncoder
-from toolsearch.backends.postgres import PostgresBackend, fuse
+from toolsearch.backend import Hit
+from toolsearch.backends.hybrid import DEFAULT_EXACT_NAME_BONUS, DEFAULT_NAME_WEIGHT
+from toolsearch.backends.postgres import PostgresBackend, fuse, fuser
 from toolsearch.backends.postgres_connect import ENV_URL, redacted
 from toolsearch.backends.postgres_schema import SCHEMA_VERSION
 from toolsearch.backends.postgres_text import document_literal, query_literal
 from toolsearch.errors import BackendError, ConfigError
+from toolsearch.fusion import Fuser
 from toolsearch.query import parse_query
 from toolsearch.tokenize import tool_fields
 from toolsearch.tool import Tool, pool_order
@@ -114,15 +117,41 @@ def test_document_weights_fields_a_to_d() -> None:
     assert "'repo':" in document and document.split("'repo':")[1].split()[0].endswith("D")
 
 
-def test_fusion_is_weighted_rrf_of_the_dense_and_the_text_ranking() -> None:
-    lexical, dense = ["a", "b", "c"], ["c", "a", "d"]
-    fused = fuse(lexical, dense)
+def test_rrf_fusion_is_weighted_rrf_of_the_dense_and_the_text_ranking() -> None:
+    lexical = [Hit("a", 3.0), Hit("b", 2.0), Hit("c", 1.0)]
+    dense = [Hit("c", 0.9), Hit("a", 0.8), Hit("d", 0.7)]
+    fused = fuse(lexical, dense, parse_query("x"), "rrf")
     # embedding weight 1, text weight 0.5, k = 5: c = 1/6 + 0.5/8, a = 1/7 + 0.5/6, ...
     assert fused["c"] == pytest.approx(1 / 6 + 0.5 / 8)
     assert fused["a"] == pytest.approx(1 / 7 + 0.5 / 6)
     assert fused["b"] == pytest.approx(0.5 / 7)
     assert fused["d"] == pytest.approx(1 / 8)
     assert sorted(fused, key=fused.__getitem__, reverse=True) == ["c", "a", "d", "b"]
+
+
+def test_convex_fusion_is_the_default_hybrids() -> None:
+    """Normalised scores at the hybrid's weights, its name match and exact-name bonus: the
+    same numbers the hybrid's own Fuser gives for the same member hits."""
+    lexical = [Hit("mcp__github__create_pull_request", 4.0), Hit("mcp__github__list_issues", 1.0)]
+    dense = [
+        Hit("mcp__github__list_issues", 0.61),
+        Hit("mcp__github__create_pull_request", 0.6),
+        Hit("mcp__slack__send_message", 0.4),
+    ]
+    query = parse_query("create a github pull request")
+    fused = fuse(lexical, dense, query)
+    hybrid = fuser("convex")
+    assert hybrid.weights == {"embedding": 0.65, "lexical": pytest.approx(0.35)}
+    assert hybrid.name_weight == DEFAULT_NAME_WEIGHT
+    assert hybrid.exact_name_bonus == DEFAULT_EXACT_NAME_BONUS
+    # text: 1 and 0.25 of its best; dense min-max over .4-.61
+    plain = Fuser(hybrid.weights, "convex", hybrid.methods).fuse(
+        query, {"lexical": lexical, "embedding": dense}, {}
+    )
+    assert plain["mcp__github__list_issues"] == pytest.approx(0.35 * (0.01 + 0.99 * 0.25) + 0.65)
+    assert fused["mcp__github__create_pull_request"] > fused["mcp__github__list_issues"]
+    with pytest.raises(ConfigError, match="fusion must be one of"):
+        fuser("mean")
 
 
 # ---------------------------------------------------------------------------- configuration
@@ -143,6 +172,9 @@ def test_url_from_the_environment(postgres_url: str, monkeypatch: pytest.MonkeyP
         ({"namespace": ""}, "namespace"),
         ({"namespace": " padded "}, "namespace"),
         ({"rank_function": "bm25"}, "rank_function"),
+        ({"fusion": "mean"}, "fusion"),
+        ({"min_similarity": 2}, "min_similarity"),
+        ({"min_similarity": "high"}, "min_similarity"),
         ({"rank_normalization": 64}, "rank_normalization"),
         ({"rank_weights": [1, 2]}, "rank_weights"),
         ({"min_pool": 5, "max_pool": 2}, "min_pool"),
@@ -158,6 +190,18 @@ def test_bad_options_name_the_option(
 ) -> None:
     with pytest.raises(ConfigError, match=message):
         _backend(postgres_url, **options)
+
+
+def test_below_min_similarity_no_tool_fits(postgres_url: str) -> None:
+    query = parse_query("send a slack message")
+    with _backend(postgres_url) as backend:
+        assert backend.min_similarity is None  # another encoder than the shipped model
+        backend.index(TOOLS)
+        assert backend.search(query, 3)[0].name == "mcp__slack__send_message"
+    with _backend(postgres_url, min_similarity=0.999) as strict:
+        strict.index(TOOLS)
+        assert strict.search(query, 3) == []
+        assert strict.params()["min_similarity"] == 0.999
 
 
 def test_no_server_configured(monkeypatch: pytest.MonkeyPatch) -> None:
