@@ -23,8 +23,8 @@ pytest.importorskip("pgvector")
 
 import psycopg
 
-from toolsearch.backends.embedding import HashingEncoder
 from toolsearch.backend import Hit
+from toolsearch.backends.embedding import HashingEncoder
 from toolsearch.backends.hybrid import DEFAULT_EXACT_NAME_BONUS, DEFAULT_NAME_WEIGHT
 from toolsearch.backends.postgres import PostgresBackend, fuse, fuser
 from toolsearch.backends.postgres_connect import ENV_URL, redacted
