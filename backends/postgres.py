@@ -34,6 +34,7 @@ Options and the table layout are in docs/postgres.md and :mod:`.postgres_schema`
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -46,7 +47,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from toolsearch.backend import BaseBackend, Hit
 from toolsearch.errors import BackendError, ConfigError, MissingExtraError
-from toolsearch.fusion import Fuser, name_words
+from toolsearch.fusion import Fuser, NameWords, name_words
 from toolsearch.query import ParsedQuery
 from toolsearch.tokenize import TOKENIZER_VERSION, SchemaCache, tool_fields
 from toolsearch.tool import Tool
@@ -101,8 +102,9 @@ _Ranked = list[tuple[str, bool, float]]  # (name, mcp, score), best first
 
 #: Convex weights of the dense and the full-text ranking: the default hybrid's dense weight,
 #: its two lexical members' weights given to the one text ranking (``docs/postgres.md``).
-FUSION_WEIGHTS: dict[str, float] = {"embedding": DEFAULT_MEMBERS["embedding"]} | {
-    "lexical": 1.0 - DEFAULT_MEMBERS["embedding"]
+FUSION_WEIGHTS: dict[str, float] = {
+    "embedding": DEFAULT_MEMBERS["embedding"],
+    "lexical": 1.0 - DEFAULT_MEMBERS["embedding"],
 }
 #: ``fusion="rrf"``: the weights and constant of the hybrid before its convex fusion.
 RRF_WEIGHTS: dict[str, float] = {"embedding": 1.0, "lexical": 0.5}
@@ -131,8 +133,13 @@ def fuse(
     """Fused scores of the full-text and the dense hits (best first) for ``query``. Name
     words come from the tool names alone (``mcp__server__tool``), as the rows carry no more."""
     hits = {"lexical": lexical, "embedding": dense}
-    names = {hit.name: name_words(Tool(hit.name, "")) for hit in (*lexical, *dense)}
+    names = {hit.name: _name_words(hit.name) for hit in (*lexical, *dense)}
     return fuser(fusion).fuse(query, hits, names)
+
+
+@functools.lru_cache(maxsize=100_000)
+def _name_words(name: str) -> NameWords:
+    return name_words(Tool(name, ""))
 
 
 @dataclass(frozen=True)
@@ -187,12 +194,11 @@ class PostgresBackend(BaseBackend):
     catalogue; default ``default``). Lexical ranking: ``rank_function``, ``rank_normalization``,
     ``rank_weights``. Dense ranking: ``hnsw_min_rows``, ``hnsw_m``, ``hnsw_ef_construction``,
     ``ef_search``. Fusion: ``fusion`` (``"convex"``, the default hybrid's, or ``"rrf"``);
-    ``min_similarity`` (no tool fits below this best cosine; the hybrid's for the shipped
-    model, ``None`` for none). The
-    encoder options of the ``embedding`` backend (``model``, ``encoder`` — an
-    :class:`~toolsearch.backends.embedding.Encoder` or ``"hashing"`` —, ``fields``,
-    ``cache_dir``, ``batch_size``, ``device``, ``threads``, ``progress``). Details:
-    docs/postgres.md.
+    ``min_similarity`` (no tool fits below this best cosine; the hybrid's for the shipped model,
+    ``None`` for none). The encoder options of the ``embedding`` backend (``model``,
+    ``encoder`` — an :class:`~toolsearch.backends.embedding.Encoder` or ``"hashing"`` —,
+    ``fields``, ``cache_dir``, ``batch_size``, ``device``, ``threads``, ``progress``).
+    Details: docs/postgres.md.
     """
 
     name: ClassVar[str] = "postgres"
