@@ -112,6 +112,7 @@ FUSION_K = 5
 FUSIONS = ("convex", "rrf")
 
 
+@functools.cache
 def fuser(fusion: str = "convex") -> Fuser:
     """The :class:`~toolsearch.fusion.Fuser` of the ``postgres`` backend for ``fusion``."""
     if fusion not in FUSIONS:
@@ -774,20 +775,13 @@ class PostgresBackend(BaseBackend):
         }
 
     def _fusion_params(self) -> dict[str, object]:
-        if self.fusion == "rrf":
-            return {
-                "method": "rrf",
-                "weights": dict(RRF_WEIGHTS),
-                "k": FUSION_K,
-                "depth": DEFAULT_DEPTH,
-            }
-        return {
-            "method": "convex",
-            "weights": dict(FUSION_WEIGHTS),
-            "name_weight": DEFAULT_NAME_WEIGHT,
-            "exact_name_bonus": DEFAULT_EXACT_NAME_BONUS,
-            "depth": DEFAULT_DEPTH,
-        }
+        used = fuser(self.fusion)
+        params: dict[str, object] = {"method": used.fusion, "weights": dict(used.weights)}
+        if used.fusion == "rrf":
+            params["k"] = used.k
+        else:
+            params |= {"name_weight": used.name_weight, "exact_name_bonus": used.exact_name_bonus}
+        return params | {"depth": DEFAULT_DEPTH}
 
 
 def _close_pool(pool: ConnectionPool, closed: threading.Event) -> None:
