@@ -81,12 +81,22 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
     from psycopg_pool import ConnectionPool
 
-__all__ = ["FUSION_WEIGHTS", "RRF_WEIGHTS", "WRITE_CHUNK", "PostgresBackend", "fuse", "fuser"]
+__all__ = [
+    "ANALYZE_MIN_ROWS",
+    "FUSION_WEIGHTS",
+    "RRF_WEIGHTS",
+    "WRITE_CHUNK",
+    "PostgresBackend",
+    "fuse",
+    "fuser",
+]
 
 logger = logging.getLogger("toolsearch.backends.postgres")
 
 #: Tools per write transaction.
 WRITE_CHUNK = 1000
+#: A write or removal of at least this many rows refreshes the planner's statistics.
+ANALYZE_MIN_ROWS = 1000
 #: Namespaces with fewer tools are searched by an exact scan (measured: docs/postgres.md).
 DEFAULT_HNSW_MIN_ROWS = 2_000
 # pgvector's HNSW index holds vectors of at most this many dimensions.
@@ -408,14 +418,17 @@ class PostgresBackend(BaseBackend):
         drop = sorted(set(names))
         if drop:
 
-            def work(conn: psycopg.Connection[Any]) -> None:
+            def work(conn: psycopg.Connection[Any]) -> int:
                 self._lock(conn)
-                if self._catalogue(conn, create=False) is not None and self._delete(
-                    conn, drop, keep=False
-                ):
-                    self._after_change(conn)
+                catalogue = self._catalogue(conn, create=False)
+                if catalogue is None:
+                    return 0
+                removed = self._delete(conn, drop, keep=False)
+                if removed:
+                    self._after_change(conn, catalogue)
+                return removed
 
-            self._retrying("remove", work)
+            self._analyze_after(self._retrying("remove", work))
 
     def drop(self) -> None:
         """Delete this namespace: its tools, its catalogue row and its HNSW index."""
@@ -440,30 +453,59 @@ class PostgresBackend(BaseBackend):
     def _apply(self, tools: Sequence[Tool], *, replace_all: bool) -> None:
         unique = sorted({tool.name: tool for tool in tools}.values(), key=lambda t: t.name)
         chunks = list(_chunks(unique, WRITE_CHUNK)) or [[]]
+        changed_rows = 0
         for number, chunk in enumerate(chunks, start=1):
             last = number == len(chunks)
 
             def work(
                 conn: psycopg.Connection[Any], chunk: Sequence[Tool] = chunk, last: bool = last
-            ) -> None:
+            ) -> int:
                 self._lock(conn)
                 catalogue = self._catalogue(conn, create=True)
                 assert catalogue is not None
                 changed = self._write(conn, chunk, catalogue)
                 if last and replace_all:
-                    changed = self._delete(conn, [t.name for t in unique], keep=True) or changed
+                    changed += self._delete(conn, [t.name for t in unique], keep=True)
                 if changed:
-                    self._after_change(conn)
+                    self._after_change(conn, catalogue)
+                return changed
 
-            self._retrying("update", work)
+            changed_rows += self._retrying("update", work)
+        self._analyze_after(changed_rows)
+
+    def _analyze_after(self, changed_rows: int) -> None:
+        """Refresh the planner's statistics after a large change. Until then PostgreSQL does
+        not know how many rows a new namespace holds (autovacuum may never analyze a large
+        shared table for one catalogue's writes) and scans it row by row, several times
+        slower than through the full-text index (docs/postgres.md, "Writes")."""
+        if changed_rows < ANALYZE_MIN_ROWS:
+            return
+        started = time.perf_counter()
+
+        def analyze(conn: psycopg.Connection[Any]) -> None:
+            conn.execute("SET LOCAL statement_timeout = 0")
+            conn.execute(f"ANALYZE {self._q}.tools")
+
+        try:
+            self._retrying("refreshing statistics", analyze)
+        except BackendError as exc:  # the change itself is committed; searches still work
+            logger.warning("postgres: %s", exc)
+            return
+        logger.info(
+            "postgres: statistics of %s.tools refreshed in %.1f s after %d changed rows",
+            self.schema,
+            time.perf_counter() - started,
+            changed_rows,
+        )
 
     def _write(
         self, conn: psycopg.Connection[Any], tools: Sequence[Tool], catalogue: _Catalogue
-    ) -> bool:
+    ) -> int:
         """Write the tools whose hash differs from the stored one (inside the locked
-        transaction); encode only those whose embedded text differs too."""
+        transaction); encode only those whose embedded text differs too. Returns how many
+        were written."""
         if not tools:
-            return False
+            return 0
         stored = {
             name: (hash_, bytes(text_hash))
             for name, hash_, text_hash in conn.execute(
@@ -474,7 +516,7 @@ class PostgresBackend(BaseBackend):
         }
         changed = [t for t in tools if stored.get(t.name, ("",))[0] != t.content_hash()]
         if not changed:
-            return False
+            return 0
         texts = {t.name: self._vectors.text(t) for t in changed}
         fresh = [
             t for t in changed if stored.get(t.name, ("", b""))[1] != _text_hash(texts[t.name])
@@ -511,7 +553,7 @@ class PostgresBackend(BaseBackend):
                 [(*row(t)[2:], self.namespace, t.name) for t in kept],
             )
         self.written += len(changed)
-        return True
+        return len(changed)
 
     def _encode(self, texts: Sequence[str], catalogue: _Catalogue) -> list[Any]:
         matrix = self._vectors.tools(texts)
@@ -523,30 +565,37 @@ class PostgresBackend(BaseBackend):
             )
         return list(matrix)
 
-    def _delete(self, conn: psycopg.Connection[Any], names: Sequence[str], *, keep: bool) -> bool:
-        """Delete the named tools, or with ``keep`` every tool *not* named."""
+    def _delete(self, conn: psycopg.Connection[Any], names: Sequence[str], *, keep: bool) -> int:
+        """Delete the named tools, or with ``keep`` every tool *not* named; returns how many
+        rows went."""
         test = "NOT (name = ANY(%s))" if keep else "name = ANY(%s)"
         cur = conn.execute(
             f"DELETE FROM {self._q}.tools WHERE namespace = %s AND {test}",
             (self.namespace, list(names)),
         )
-        return cur.rowcount > 0
+        return max(cur.rowcount, 0)
 
-    def _after_change(self, conn: psycopg.Connection[Any]) -> None:
+    def _after_change(self, conn: psycopg.Connection[Any], catalogue: _Catalogue) -> None:
         """Record the vector size, build the HNSW index once worth it, bump the generation and
-        notify — all in the writing transaction, so readers see the change whole."""
-        dim, rows = conn.execute(
-            f"SELECT max(vector_dims(embedding)), count(*) FROM {self._q}.tools "
-            "WHERE namespace = %s",
-            (self.namespace,),
-        ).fetchone() or (None, 0)
-        catalogue = self._catalogue(conn, create=False)
-        assert catalogue is not None
-        build = bool(
-            dim and not catalogue.hnsw and rows >= self.hnsw_min_rows and dim <= _HNSW_MAX_DIM
-        )
+        notify — all in the writing transaction, so readers see the change whole. Each step
+        reads only what it needs: the size from one row, the row count only until the index
+        exists (a write of one chunk never scans the namespace's vectors)."""
+        dim = catalogue.dim
+        if dim is None:
+            found = conn.execute(
+                f"SELECT vector_dims(embedding) FROM {self._q}.tools "
+                "WHERE namespace = %s AND embedding IS NOT NULL LIMIT 1",
+                (self.namespace,),
+            ).fetchone()
+            dim = int(found[0]) if found else None
+        build = False
+        if dim is not None and not catalogue.hnsw and dim <= _HNSW_MAX_DIM:
+            (rows,) = conn.execute(
+                f"SELECT count(*) FROM {self._q}.tools WHERE namespace = %s", (self.namespace,)
+            ).fetchone() or (0,)
+            build = rows >= self.hnsw_min_rows
         if build and dim is not None:
-            self._build_hnsw(conn, int(dim))
+            self._build_hnsw(conn, dim)
         generation = conn.execute(
             f"UPDATE {self._q}.catalogues SET dim = COALESCE(dim, %s), hnsw = hnsw OR %s, "
             "generation = generation + 1, updated_at = now() WHERE namespace = %s "

@@ -155,7 +155,7 @@ def backend_options(namespace: str, encoder: str) -> dict[str, Any]:
 class Replica:
     """One ``toolsearch serve --transport http`` process on 127.0.0.1."""
 
-    def __init__(self, config: Path, env: Mapping[str, str]) -> None:
+    def __init__(self, config: Path, env: Mapping[str, str], max_tools: int) -> None:
         self.started = time.monotonic()
         self.process = subprocess.Popen(
             [
@@ -173,6 +173,8 @@ class Replica:
                 "0",
                 "--startup-timeout",
                 "1800",
+                "--max-tools",  # the default per-server limit (10,000) is below the runs' sizes
+                str(max_tools),
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -346,7 +348,7 @@ def start_replicas(setup: LoadSetup, namespace: str) -> tuple[list[Replica], lis
         )
     )
     env = _replica_env(setup, namespace)
-    group = [Replica(config, env) for _ in range(setup.replicas)]
+    group = [Replica(config, env, setup.tools) for _ in range(setup.replicas)]
     ready: list[float] = []
 
     async def wait_all() -> None:

@@ -26,7 +26,7 @@ import psycopg
 from toolsearch.backend import Hit
 from toolsearch.backends.embedding import HashingEncoder
 from toolsearch.backends.hybrid import DEFAULT_EXACT_NAME_BONUS, DEFAULT_NAME_WEIGHT
-from toolsearch.backends.postgres import PostgresBackend, fuse, fuser
+from toolsearch.backends.postgres import ANALYZE_MIN_ROWS, PostgresBackend, fuse, fuser
 from toolsearch.backends.postgres_connect import ENV_URL, redacted
 from toolsearch.backends.postgres_schema import SCHEMA_VERSION
 from toolsearch.backends.postgres_text import document_literal, query_literal
@@ -349,6 +349,29 @@ def test_hnsw_index_above_the_threshold(postgres_url: str) -> None:
             want = exact.search(parse_query(raw), 5)
             got = approx.search(parse_query(raw), 5)
             assert [h.name for h in got][:3] == [h.name for h in want][:3]
+
+
+def _planned_rows(backend: PostgresBackend, url: str) -> float:
+    """The planner's estimate of a namespace's size."""
+    with psycopg.connect(url) as conn:
+        (plan,) = conn.execute(
+            "EXPLAIN (FORMAT JSON) SELECT name FROM toolsearch.tools WHERE namespace = %s",
+            (backend.namespace,),
+        ).fetchone() or (None,)
+    return float(plan[0]["Plan"]["Plan Rows"])
+
+
+def test_a_large_write_refreshes_the_planners_statistics(postgres_url: str) -> None:
+    # Without statistics PostgreSQL takes a new namespace for one row and scans it row by
+    # row (several times slower than the full-text index at 20,000 tools; docs/postgres.md)
+    many = [
+        Tool(f"mcp__bulk__tool_{i:05d}", f"Bulk tool number {i}.") for i in range(ANALYZE_MIN_ROWS)
+    ]
+    with _backend(postgres_url) as backend:
+        backend.index(many)
+        assert _planned_rows(backend, postgres_url) > ANALYZE_MIN_ROWS / 2
+        backend.remove([t.name for t in many])
+        assert len(backend) == 0
 
 
 def test_changes_reach_a_subscriber_within_a_second(postgres_url: str) -> None:
