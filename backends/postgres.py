@@ -594,8 +594,8 @@ class PostgresBackend(BaseBackend):
                 f"SELECT count(*) FROM {self._q}.tools WHERE namespace = %s", (self.namespace,)
             ).fetchone() or (0,)
             build = rows >= self.hnsw_min_rows
-        if build and dim is not None:
-            self._build_hnsw(conn, dim)
+            if build:
+                self._build_hnsw(conn, dim)
         generation = conn.execute(
             f"UPDATE {self._q}.catalogues SET dim = COALESCE(dim, %s), hnsw = hnsw OR %s, "
             "generation = generation + 1, updated_at = now() WHERE namespace = %s "
