@@ -48,6 +48,8 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
+    from .query_adapter import QueryAdapter
+
     FloatMatrix = NDArray[np.float32]
 
 __all__ = [
@@ -85,7 +87,9 @@ class EmbeddingBackend(BaseBackend):
     embedding cache and the ONNX export; ``True`` = :func:`default_cache_dir`,
     ``None``/``False`` = no vector cache); ``progress`` (progress bar while encoding many
     texts: None = only on a terminal); ``batch_size``, ``device`` and ``threads`` for the
-    model; ``query_cache_size`` (query vectors kept in memory).
+    model; ``query_cache_size`` (query vectors kept in memory); ``query_adapter`` (path of a
+    file written by ``toolsearch train``, :mod:`~toolsearch.backends.query_adapter`: a learned
+    map applied to query vectors only).
     """
 
     name: ClassVar[str] = "embedding"
@@ -111,6 +115,7 @@ class EmbeddingBackend(BaseBackend):
         device: str = "cpu",
         threads: int | None = None,
         query_cache_size: int = 1024,
+        query_adapter: str | os.PathLike[str] | None = None,
     ) -> None:
         super().__init__()
         if encoder is not None and model is not None:
@@ -154,6 +159,8 @@ class EmbeddingBackend(BaseBackend):
         self._names: list[str] = []
         self._matrix: FloatMatrix | None = None
         self._query_vectors: OrderedDict[str, FloatMatrix] = OrderedDict()
+        self.query_adapter = _adapter(query_adapter, self.encoder.name)
+        self._adapter_path = os.fspath(query_adapter) if query_adapter is not None else None
 
     # ----------------------------------------------------------------- encoding
 
@@ -164,6 +171,10 @@ class EmbeddingBackend(BaseBackend):
     def is_warm(self, tools: Sequence[Tool]) -> bool:
         """True when every tool's vector is cached, so indexing ``tools`` needs no encoding."""
         return is_cached(self.encoder, [self.text_of(t) for t in tools], self.cache)
+
+    def encode_tools(self, tools: Sequence[Tool]) -> FloatMatrix:
+        """Normalised vectors of ``tools`` as this backend indexes them (cached)."""
+        return self._encode_texts([self.text_of(tool) for tool in tools])
 
     def _encode_texts(self, texts: Sequence[str]) -> FloatMatrix:
         """Normalised vectors for ``texts``, from the cache where possible."""
@@ -176,13 +187,38 @@ class EmbeddingBackend(BaseBackend):
         if cached is not None:
             self._query_vectors.move_to_end(text)
             return cached
-        vector = normalise(check_vectors(self.encoder.name, self.encoder.encode([text]), 1))
-        vector = vector.reshape(-1)
+        vector: FloatMatrix = self._encode_queries([text])[0]
+        self._remember(text, vector)
+        return vector
+
+    def _encode_queries(self, texts: Sequence[str]) -> FloatMatrix:
+        """Normalised query vectors of ``texts``, mapped by the query adapter if there is one."""
+        encoded = self.encoder.encode(list(texts))
+        vectors = normalise(check_vectors(self.encoder.name, encoded, len(texts)))
+        if self.query_adapter is None:
+            return vectors
+        if vectors.shape[1] != self.query_adapter.dim:
+            raise BackendError(
+                f"embedding: the query adapter is for {self.query_adapter.dim}-dimensional "
+                f"vectors, the encoder gives {vectors.shape[1]}"
+            )
+        return self.query_adapter.apply(vectors)
+
+    def _remember(self, text: str, vector: FloatMatrix) -> None:
         if self.query_cache_size:
             self._query_vectors[text] = vector
             if len(self._query_vectors) > self.query_cache_size:
                 self._query_vectors.popitem(last=False)
-        return vector
+
+    def remember_queries(self, texts: Sequence[str], batch_size: int = 256) -> None:
+        """Encode ``texts`` in batches ahead of searching them (many times faster than one at a
+        time, e.g. for a benchmark); the memory grows to hold them all."""
+        unique = list(dict.fromkeys(t for t in texts if t.strip()))
+        self.query_cache_size = max(self.query_cache_size, len(self._query_vectors) + len(unique))
+        for start in range(0, len(unique), batch_size):
+            batch = unique[start : start + batch_size]
+            for text, vector in zip(batch, self._encode_queries(batch), strict=True):
+                self._remember(text, vector)
 
     # ----------------------------------------------------------------- index
 
@@ -194,7 +230,7 @@ class EmbeddingBackend(BaseBackend):
 
     def _build(self, tools: list[Tool]) -> None:
         self._names = [tool.name for tool in tools]
-        self._matrix = self._encode_texts([self.text_of(tool) for tool in tools]) if tools else None
+        self._matrix = self.encode_tools(tools) if tools else None
 
     def upsert(self, tools: Sequence[Tool]) -> None:
         import numpy as np
@@ -286,7 +322,18 @@ class EmbeddingBackend(BaseBackend):
             "fields": list(self.fields),
             "max_words": self.max_words,
             "cache": str(self.cache.path) if self.cache is not None else None,
+            "query_adapter": self._adapter_path,
         }
+
+
+def _adapter(path: str | os.PathLike[str] | None, encoder: str) -> QueryAdapter | None:
+    if path is None:
+        return None
+    if not isinstance(path, str | os.PathLike):
+        raise ConfigError(f"query_adapter must be a path, got {path!r}")
+    from .query_adapter import load_adapter
+
+    return load_adapter(path, encoder)
 
 
 def _open_cache(folder: str) -> EmbeddingCache | None:

@@ -15,9 +15,10 @@ Beside each export, a small JSON file records its size, modification time and th
 gives two probe texts. A file that does not match its record, fails to load or no longer
 reproduces the probe vectors is reported in a warning and exported again; it is never used.
 
-Texts are encoded longest first in batches of similar length, one ONNX Runtime thread per
-batch and as many batches at once as ``threads`` (default: the usable cores); a single text
-(a query) runs on the calling thread.
+Texts are encoded longest first in batches of similar length, one batch after another, each
+across ``threads`` ONNX Runtime intra-op threads (default: the usable cores). Bulk encoding is
+as fast as one single-threaded batch per core, and a single text (a long task query) uses
+every core too (docs/speed.md).
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ import sys
 import tempfile
 import threading
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -194,14 +194,18 @@ class OnnxEncoder:
     def _verified_session(self) -> Any:
         """A session on a verified export, exporting (again) when needed."""
         if self.file.is_file():
-            problem, session = _check_export(self.file, self._tokenizer, self.layout.pooling)
+            problem, session = _check_export(
+                self.file, self._tokenizer, self.layout.pooling, self.threads
+            )
             if problem is None:
                 return session
             logger.warning(
                 "ONNX export %s is unusable (%s); exporting it again", self.file, problem
             )
         export_in_child(self.path, self.file, self.precision)
-        problem, session = _check_export(self.file, self._tokenizer, self.layout.pooling)
+        problem, session = _check_export(
+            self.file, self._tokenizer, self.layout.pooling, self.threads
+        )
         if problem is not None:
             raise BackendError(f"ONNX export {self.file} is unusable right after export: {problem}")
         return session
@@ -220,14 +224,8 @@ class OnnxEncoder:
         order = sorted(range(len(texts)), key=lambda i: -lengths[i])
         batches = _batches(order, lengths, self.batch_size)
 
-        def run(rows: list[int]) -> FloatMatrix:
-            return _run_batch(session, [tokens[i] for i in rows], self.layout.pooling)
-
-        if len(batches) == 1 or self.threads == 1:
-            parts = [run(rows) for rows in batches]
-        else:
-            with ThreadPoolExecutor(max_workers=min(self.threads, len(batches))) as pool:
-                parts = list(pool.map(run, batches))
+        pooling = self.layout.pooling
+        parts = [_run_batch(session, [tokens[i] for i in rows], pooling) for rows in batches]
         out = np.empty((len(texts), parts[0].shape[1]), dtype=np.float32)
         for rows, part in zip(batches, parts, strict=True):
             out[rows] = part
@@ -323,11 +321,13 @@ def _record_path(file: Path) -> Path:
     return file.with_suffix(".json")
 
 
-def _new_session(file: Path) -> Any:
+def _new_session(file: Path, threads: int = 1) -> Any:
     import onnxruntime as ort
 
     options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
+    options.intra_op_num_threads = threads
+    # Idle workers sleep instead of spinning, so they leave the cores to numpy's scoring.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.inter_op_num_threads = 1
     options.log_severity_level = 3
     options.enable_cpu_mem_arena = False  # the arena keeps the largest batch's buffers for good
@@ -340,7 +340,9 @@ def _probe_vectors(session: Any, tokenizer: Any, pooling: str) -> FloatMatrix:
     return normalise(_run_batch(session, _tokenize(tokenizer, list(_PROBES)), pooling))
 
 
-def _check_export(file: Path, tokenizer: Any, pooling: str) -> tuple[str | None, Any]:
+def _check_export(
+    file: Path, tokenizer: Any, pooling: str, threads: int = 1
+) -> tuple[str | None, Any]:
     """``(None, session)`` for an export that matches its record, else ``(problem, None)``."""
     import numpy as np
 
@@ -352,7 +354,7 @@ def _check_export(file: Path, tokenizer: Any, pooling: str) -> tuple[str | None,
     if record.get("format") != _FORMAT or record.get("size") != stat.st_size:
         return "its size or format differs from the record written at export", None
     try:
-        session = _new_session(file)
+        session = _new_session(file, threads)
         probes = _probe_vectors(session, tokenizer, pooling)
     except Exception as exc:  # onnxruntime raises its own exception types for bad files
         return f"ONNX Runtime cannot run it ({type(exc).__name__}: {exc})", None

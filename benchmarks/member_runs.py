@@ -146,18 +146,11 @@ def member_hits(
 
 
 def _encode_queries_in_batches(backend: Any, texts: list[str]) -> None:
-    """Fill an embedding backend's query-vector memory in batches (many times faster than one
-    query at a time; the vectors are the same the backend would compute per query)."""
+    """Fill the query-vector memory of an embedding backend (or of a hybrid's embedding
+    members) in batches: the vectors it would compute per query, many times faster."""
     from toolsearch.backends.embedding import EmbeddingBackend
-    from toolsearch.backends.embedding_cache import normalise
 
-    if not isinstance(backend, EmbeddingBackend):
-        return
-    unique = list(dict.fromkeys(t for t in texts if t.strip()))
-    if not unique:
-        return
-    backend.query_cache_size = max(backend.query_cache_size, len(unique) + 1)
-    for start in range(0, len(unique), 256):
-        batch = unique[start : start + 256]
-        for text, vector in zip(batch, normalise(backend.encoder.encode(batch)), strict=True):
-            backend._query_vectors[text] = vector
+    members = getattr(backend, "members", {"": backend})
+    for member in members.values():
+        if isinstance(member, EmbeddingBackend):
+            member.remember_queries(texts)

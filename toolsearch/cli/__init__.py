@@ -22,6 +22,7 @@ COMMANDS: tuple[str, ...] = (
     "request",
     "demo",
     "bench",
+    "train",
     "dataset",
     "serve",
     "backends",

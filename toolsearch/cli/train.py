@@ -1,0 +1,76 @@
+"""``toolsearch train``: fit a query adapter to a catalogue's labelled queries
+(docs/query-adapter.md)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from toolsearch.cli._scope import positive_int
+from toolsearch.errors import ConfigError
+
+__all__ = ["register", "run"]
+
+_DESCRIPTION = (
+    "Train a query adapter for the embedding backend (and the embedding member of hybrid) from "
+    "a dataset folder's labelled queries: a small learned map applied to query vectors only, "
+    "so no tool is encoded again. It helps the catalogue it was trained on; it does not help "
+    "another one. The embedding options of the config file (model, fields, max_words) are "
+    "used, so the adapter fits the vectors that backend will search. Use it with "
+    "query_adapter = FILE in [backends.embedding], or --option embedding.query_adapter=FILE."
+)
+
+
+def register(subparsers: Any) -> None:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "train",
+        help="train a query adapter on a catalogue's labelled queries",
+        description=_DESCRIPTION,
+    )
+    parser.add_argument(
+        "dataset",
+        nargs="+",
+        metavar="DIR",
+        help="dataset folder(s), or known dataset names; several train one adapter together",
+    )
+    parser.add_argument("--out", required=True, metavar="FILE", help="adapter file to write")
+    parser.add_argument(
+        "--split",
+        choices=("dev", "all"),
+        default="dev",
+        help="which labelled queries train it: the dev half (default; keeps the test half for "
+        "'toolsearch bench --split test') or all",
+    )
+    parser.add_argument("--steps", type=positive_int, default=300, help="optimiser steps (300)")
+    parser.add_argument("--seed", type=int, default=42, help="random seed (42)")
+    parser.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from toolsearch.backends.query_adapter import TrainingSettings, train_on_datasets
+    from toolsearch.bench.runner import resolve_dataset, split_queries
+    from toolsearch.config import load_settings
+    from toolsearch.dataset import load_dataset
+    from toolsearch.registry import load_backend
+
+    out = Path(args.out)
+    if out.exists() and not args.force:
+        raise ConfigError(f"{out} exists; pass --force to overwrite it")
+    datasets = [load_dataset(resolve_dataset(spec)) for spec in args.dataset]
+    options = dict(load_settings().options_for("embedding"))
+    options.pop("query_adapter", None)  # an adapter is trained on the plain query vectors
+    backend = load_backend("embedding", **options)
+    labelled = [(d, split_queries(d.queries, args.split)) for d in datasets]
+    settings = TrainingSettings(steps=args.steps, seed=args.seed)
+    adapter = train_on_datasets(backend, labelled, settings)
+    adapter.save(out)
+    info = adapter.info
+    print(
+        f"query adapter for {adapter.encoder}: {info['queries']} labelled queries of "
+        f"{', '.join(repr(d.name) for d in datasets)} ({args.split}), {info['tools']} tools, loss "
+        f"{info['loss_first']} -> {info['loss_last']}; written to {out}"
+    )
+    print(f"use it with: --option embedding.query_adapter={out}")
+    return 0
