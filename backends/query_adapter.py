@@ -195,7 +195,7 @@ def train_adapter(
         optimiser.zero_grad()
         loss.backward()
         optimiser.step()
-        losses.append(float(loss) / len(tensors))
+        losses.append(loss.item() / len(tensors))
     info = {
         "queries": sum(len(s.targets) for s in sets),
         "tools": sum(int(s.tools.shape[0]) for s in sets),

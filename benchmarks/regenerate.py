@@ -114,6 +114,16 @@ REGISTRY: tuple[Result, ...] = (
         },
     ),
     Result(
+        "distractors",
+        "python benchmarks/distractors.py --out benchmarks/results/distractors.json",
+        {"distractors": script_table("distractors")},
+    ),
+    Result(
+        "query_adapter",
+        "python benchmarks/query_adapter.py --out benchmarks/results/query_adapter.json",
+        {"query_adapter": script_table("query_adapter")},
+    ),
+    Result(
         "quality-mcp-workbench",
         _quality("mcp-workbench"),
         {

@@ -18,7 +18,9 @@ _DESCRIPTION = (
     "so no tool is encoded again. It helps the catalogue it was trained on; it does not help "
     "another one. The embedding options of the config file (model, fields, max_words) are "
     "used, so the adapter fits the vectors that backend will search. Use it with "
-    "query_adapter = FILE in [backends.embedding], or --option embedding.query_adapter=FILE."
+    "query_adapter = FILE in [backends.embedding] (or in [backends.hybrid.member_options."
+    "embedding] for the default backend); measure it with 'toolsearch bench --split test "
+    "--backend embedding --option embedding.query_adapter=FILE'."
 )
 
 
@@ -72,5 +74,9 @@ def run(args: argparse.Namespace) -> int:
         f"{', '.join(repr(d.name) for d in datasets)} ({args.split}), {info['tools']} tools, loss "
         f"{info['loss_first']} -> {info['loss_last']}; written to {out}"
     )
-    print(f"use it with: --option embedding.query_adapter={out}")
+    print(f'use it with query_adapter = "{out}" in [backends.embedding] of toolsearch.toml')
+    print(
+        f"measure it: toolsearch bench --dataset {args.dataset[0]} --split test "
+        f"--backend embedding --option embedding.query_adapter={out}"
+    )
     return 0
