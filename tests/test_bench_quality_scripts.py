@@ -16,10 +16,12 @@ from toolsearch.datasets import shared_datasets_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
+SHARED = shared_datasets_dir()
 
 
 def _script(name: str) -> ModuleType:
-    sys.path.insert(0, str(ROOT / "benchmarks"))
+    if str(ROOT / "benchmarks") not in sys.path:
+        sys.path.insert(0, str(ROOT / "benchmarks"))
     spec = importlib.util.spec_from_file_location(
         f"{name}_under_test", ROOT / "benchmarks" / f"{name}.py"
     )
@@ -31,8 +33,7 @@ def _script(name: str) -> ModuleType:
 
 
 needs_public_sets = pytest.mark.skipif(
-    shared_datasets_dir() is None
-    or not all((shared_datasets_dir() / n / "tools.jsonl").is_file() for n in ("bfcl", "metatool")),  # type: ignore[operator]
+    SHARED is None or not all((SHARED / n / "tools.jsonl").is_file() for n in ("bfcl", "metatool")),
     reason="the public datasets are not here",
 )
 
