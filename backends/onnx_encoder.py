@@ -64,8 +64,10 @@ _FORMAT = 1
 _PROBES = ("create a pull request on github", "read a file from the local disk")
 # A loaded export must reproduce its recorded probe vectors to this (cosine distance).
 _PROBE_TOLERANCE = 1e-4
-# Padded tokens of one batch at most: bounds the attention buffers (rows x heads x width^2).
-_BATCH_TOKENS = 4096
+# Padded tokens of one batch at most: bounds the attention buffers (rows x heads x width^2),
+# which glibc's allocator keeps after each batch. 512 halves the peak memory of a cold build
+# against 4096 and encodes no slower (docs/speed.md, "Batches").
+_BATCH_TOKENS = 512
 # Texts tokenised at once (their full encodings are dropped after each chunk).
 _TOKENIZE_CHUNK = 2048
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")

@@ -39,7 +39,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_backends import catalogue, natural_queries
 from bench_keyword import QUERIES
 
+from toolsearch.backends import onnx_encoder
 from toolsearch.backends.embedding import EmbeddingBackend, default_cache_dir
+from toolsearch.backends.encoders import check_positive
 from toolsearch.query import parse_query
 from toolsearch.tool import Tool
 
@@ -134,6 +136,7 @@ def measure(n: int, cache_dir: Path, threads: int | None) -> dict[str, Any]:
         "encoder_class": type(backend2.encoder).__name__,
         "fields": list(backend2.fields),
         "max_words": backend2.max_words,
+        "batch_tokens": onnx_encoder._BATCH_TOKENS,
         "index_seconds_first": round(first, 2),
         "index_seconds_warm_cache": round(warm, 2),
         "query_p50_ms": round(statistics.median(latencies), 2),
@@ -227,7 +230,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache-dir", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=None, help="write the results as JSON here")
     parser.add_argument("--quality", action="store_true", help="compare encoder paths' quality")
+    parser.add_argument(
+        "--batch-tokens",
+        type=int,
+        default=None,
+        help="padded word pieces per ONNX batch instead of the shipped cap (to measure the cap)",
+    )
     args = parser.parse_args(argv)
+    if args.batch_tokens is not None:
+        onnx_encoder._BATCH_TOKENS = check_positive("--batch-tokens", args.batch_tokens)
     if args.quality:
         result = quality()
     else:
