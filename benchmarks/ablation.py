@@ -159,7 +159,7 @@ def load_data(name: str, split: str, limit: int | None, cache: Path) -> Data:
     return Data(sample, hits, step_hits, steps, names, task_groups(sample))
 
 
-def _fused(variant: Variant, text: str, hits: Mapping[str, Scored], names: Any) -> list[Hit]:
+def fused_hits(variant: Variant, text: str, hits: Mapping[str, Scored], names: Any) -> list[Hit]:
     member = {m: [Hit(n, s) for n, s in hits[m][: variant.depth]] for m in variant.fuser.weights}
     fused = variant.fuser.fuse(parse_query(text), member, names)
     return [Hit(n, fused[n]) for n in sorted(fused, key=lambda n: -fused[n]) if fused[n] > 0]
@@ -170,13 +170,13 @@ def rank(data: Data, variant: Variant) -> dict[str, list[Hit]]:
     out: dict[str, list[Hit]] = {}
     for query in data.sample.queries:
         whole = {m: data.hits[m][query.id] for m in variant.fuser.weights}
-        ranked = _fused(variant, query.text, whole, data.names)
+        ranked = fused_hits(variant, query.text, whole, data.names)
         steps = data.steps[query.id]
         if variant.multistep and len(steps) > 1:
             lists = [ranked]
             for i, step in enumerate(steps):
                 part = {m: data.step_hits[m][f"{query.id}#{i}"] for m in variant.fuser.weights}
-                lists.append(_fused(variant, step, part, data.names))
+                lists.append(fused_hits(variant, step, part, data.names))
             ranked = merge_round_robin(lists, DEPTH)
         out[query.id] = ranked[:DEPTH]
     return out

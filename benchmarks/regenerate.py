@@ -119,6 +119,11 @@ REGISTRY: tuple[Result, ...] = (
         {"distractors": script_table("distractors")},
     ),
     Result(
+        "learned_fusion",
+        "python benchmarks/learned_fusion.py --out benchmarks/results/learned_fusion.json",
+        {"learned_fusion": script_table("learned_fusion")},
+    ),
+    Result(
         "query_adapter",
         "python benchmarks/query_adapter.py --out benchmarks/results/query_adapter.json",
         {"query_adapter": script_table("query_adapter")},

@@ -7,7 +7,7 @@ import importlib.util
 import json
 import sys
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 
 import pytest
 
@@ -61,3 +61,47 @@ def test_committed_results_render_every_row() -> None:
     table = _script("distractors").markdown(large)
     assert table.count("| default (hybrid) |") == 2
     assert "target ≤ 0.05" in table
+
+
+def _toy_data(queries: int = 40) -> SimpleNamespace:
+    """Member hits where the gold tool is the stemmed bm25 member's top hit and the
+    embedding's third: a ranker must learn to follow bm25."""
+    tools = ["alpha_tool", "beta_tool", "gamma_tool", "delta_tool"]
+    hits: dict[str, dict[str, list[tuple[str, float]]]] = {"embedding": {}, "bm25_stem": {}}
+    hits["fts5"] = {}
+    qrels = {}
+    for i in range(queries):
+        gold = tools[i % 4]
+        rest = [t for t in tools if t != gold]
+        qid = f"q{i}"
+        hits["embedding"][qid] = [(rest[0], 0.6), (rest[1], 0.55), (gold, 0.5), (rest[2], 0.4)]
+        hits["bm25_stem"][qid] = [(gold, 9.0), (rest[0], 2.0)]
+        hits["fts5"][qid] = []
+        qrels[qid] = {gold: 1}
+    sample = SimpleNamespace(qrels=qrels)
+    return SimpleNamespace(hits=hits, names={}, sample=sample)
+
+
+def test_learned_fusion_features_and_rankers_follow_the_informative_member() -> None:
+    learned = _script("learned_fusion")
+    data = _toy_data()
+    feats = {qid: learned.query_features(data, qid, "find it", {}) for qid in data.sample.qrels}
+    candidates, x = feats["q0"]
+    assert candidates == ["beta_tool", "gamma_tool", "alpha_tool", "delta_tool"]
+    assert x.shape == (4, len(learned.FEATURES))
+    column = learned.FEATURES.index("bm25_stem_norm")
+    assert x[candidates.index("alpha_tool"), column] == 1.0
+    assert x[candidates.index("delta_tool"), column] == 0.0  # not returned by bm25
+    pairs, labels = learned.training_pairs([(data, feats)])
+    assert len(pairs) == len(labels) == 2 * 40 * 3 and labels.mean() == 0.5
+    for fit in learned.MODELS.values():
+        ranked = learned.learned_rank(feats, fit([(data, feats)]))
+        assert all(ranked[q][0].name == next(iter(data.sample.qrels[q])) for q in ranked)
+
+
+def test_learned_fusion_table_has_the_default_and_every_model_twice() -> None:
+    results = json.loads((RESULTS / "learned_fusion.json").read_text(encoding="utf-8"))
+    table = _script("learned_fusion").markdown(results).splitlines()
+    rows = [line for line in table if line.startswith("| ") and "---" not in line][1:]
+    assert len(rows) == 1 + 2 * len(results["models"])
+    assert all(len(row.split("|")) == len(rows[0].split("|")) for row in rows)
