@@ -36,7 +36,7 @@ from typing import Any, ClassVar
 from toolsearch.backend import BaseBackend, Hit, IncrementalBackend, SearchBackend
 from toolsearch.errors import ConfigError
 from toolsearch.fusion import NORMALISERS, Fuser, NameWords, name_words, rrf_fuse
-from toolsearch.multistep import search_steps, split_steps
+from toolsearch.multistep import Ranking, search_steps, split_steps
 from toolsearch.query import ParsedQuery, parse_query
 from toolsearch.tool import Tool, pool_sort_key
 
@@ -74,8 +74,9 @@ DEFAULT_EXACT_NAME_BONUS = 0.1
 #: "No tool fits" below this best embedding cosine (the default embedding model only): the
 #: highest threshold costing at most .01 recall@5 on every dev split (``docs/retrieval.md``).
 DEFAULT_MIN_SIMILARITY = 0.23
-#: Whether multi-clause requests are split into steps searched one by one.
-DEFAULT_MULTISTEP = False
+#: Whether multi-clause requests are split into steps searched one by one (on by default:
+#: it lifts multi-step tasks with no significant loss on any test split, ``docs/retrieval.md``).
+DEFAULT_MULTISTEP = True
 #: The RRF constant used when none is configured (``fusion="rrf"``).
 DEFAULT_K = 5
 #: How many hits each member contributes when ``depth`` is not configured.
@@ -397,18 +398,29 @@ class HybridBackend(BaseBackend):
             return []
         if self.multistep and not query.required and len(split_steps(query.raw)) > 1:
             return search_steps(
-                lambda text, n: self._ranked(parse_query(text), None, n), query.raw, k, depth=depth
+                self._step_ranking,
+                query.raw,
+                k,
+                depth=depth,
+                whole=self._ranking(query, hits, depth),
             )
         return self._ranked(query, hits, k)
 
-    def _ranked(
-        self, query: ParsedQuery, hits: Mapping[str, Sequence[Hit]] | None, k: int
-    ) -> list[Hit]:
-        """The fused ranking of ``query`` (member ``hits`` computed here when None)."""
+    def _step_ranking(self, text: str, k: int) -> Ranking:
+        query = parse_query(text)
+        return self._ranking(query, self.member_hits(query, max(self.depth, k)), k)
+
+    def _ranking(self, query: ParsedQuery, hits: Mapping[str, Sequence[Hit]], k: int) -> Ranking:
+        """The fused ranking with its confidence for multi-step merging: the best raw score of
+        the highest-weighted member that ranked (the embedding's cosine by default)."""
+        leading = sorted(hits, key=lambda member: -self.weights.get(member, 0.0))
+        confidence = hits[leading[0]][0].score if leading and hits[leading[0]] else 0.0
+        return Ranking(self._ranked(query, hits, k), confidence)
+
+    def _ranked(self, query: ParsedQuery, hits: Mapping[str, Sequence[Hit]], k: int) -> list[Hit]:
+        """The fused ranking of ``query`` from its member ``hits``."""
         if query.is_empty:
             return []
-        if hits is None:
-            hits = self.member_hits(query, max(self.depth, k))
         fused = self.fuse(query, hits)
         tools = self._tools
         ranked = sorted(fused, key=lambda name: (-fused[name], pool_sort_key(tools[name])))

@@ -48,7 +48,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from toolsearch.backend import BaseBackend, Hit
 from toolsearch.errors import BackendError, ConfigError, MissingExtraError
 from toolsearch.fusion import Fuser, NameWords, name_words
-from toolsearch.query import ParsedQuery
+from toolsearch.multistep import Ranking, search_steps, split_steps
+from toolsearch.query import ParsedQuery, parse_query
 from toolsearch.tokenize import TOKENIZER_VERSION, SchemaCache, tool_fields
 from toolsearch.tool import Tool
 
@@ -58,6 +59,7 @@ from .hybrid import (
     DEFAULT_EXACT_NAME_BONUS,
     DEFAULT_MEMBERS,
     DEFAULT_MIN_SIMILARITY,
+    DEFAULT_MULTISTEP,
     DEFAULT_NAME_WEIGHT,
 )
 from .postgres_connect import ConnectionSettings
@@ -206,9 +208,11 @@ class PostgresBackend(BaseBackend):
     ``rank_weights``. Dense ranking: ``hnsw_min_rows``, ``hnsw_m``, ``hnsw_ef_construction``,
     ``ef_search``. Fusion: ``fusion`` (``"convex"``, the default hybrid's, or ``"rrf"``);
     ``min_similarity`` (no tool fits below this best cosine; the hybrid's for the shipped model,
-    ``None`` for none). The encoder options of the ``embedding`` backend (``model``,
-    ``encoder`` — an :class:`~toolsearch.backends.embedding.Encoder` or ``"hashing"`` —,
-    ``fields``, ``cache_dir``, ``batch_size``, ``device``, ``threads``, ``progress``).
+    ``None`` for none); ``multistep`` (search the steps of a long request too, merged as the
+    hybrid merges them, :mod:`toolsearch.multistep`). The encoder options of the
+    ``embedding`` backend (``model``, ``encoder`` — an
+    :class:`~toolsearch.backends.embedding.Encoder` or ``"hashing"`` —, ``fields``,
+    ``cache_dir``, ``batch_size``, ``device``, ``threads``, ``progress``).
     Details: docs/postgres.md.
     """
 
@@ -247,6 +251,7 @@ class PostgresBackend(BaseBackend):
         ef_search: int = 120,
         fusion: str = "convex",
         min_similarity: float | str | None = "default",
+        multistep: bool = DEFAULT_MULTISTEP,
         **encoder_options: Any,
     ) -> None:
         super().__init__()
@@ -270,6 +275,9 @@ class PostgresBackend(BaseBackend):
         self.ef_search = _count_option("ef_search", ef_search, minimum=1)
         fuser(fusion)  # refuses an unknown fusion before connecting
         self.fusion = fusion
+        if not isinstance(multistep, bool):
+            raise ConfigError(f"postgres option multistep must be true or false, got {multistep!r}")
+        self.multistep = multistep
         self._vectors = _Vectors(_encoder_options(encoder_options))
         self.min_similarity = _min_similarity(min_similarity, encoder_options)
         self.channel = f"toolsearch_{self.schema}"
@@ -670,10 +678,24 @@ class PostgresBackend(BaseBackend):
         return found
 
     def search(self, query: ParsedQuery, k: int) -> list[Hit]:
-        """The best ``k`` tools by the fused lexical and dense rankings, ties in pool order."""
+        """The best ``k`` tools by the fused lexical and dense rankings, ties in pool order;
+        the steps of a multi-clause request merged in as the hybrid does (``multistep``)."""
         if k <= 0 or query.is_empty:
             return []
         depth = max(DEFAULT_DEPTH, k)
+        whole = self._ranking(query, depth)
+        if whole is None:
+            return []  # no tool fits (the default hybrid's abstention)
+        if self.multistep and not query.required and len(split_steps(query.raw)) > 1:
+            return search_steps(self._step_ranking, query.raw, k, depth=depth, whole=whole)
+        return whole.hits[:k]
+
+    def _step_ranking(self, text: str, k: int) -> Ranking:
+        return self._ranking(parse_query(text), k, abstain=False) or Ranking([], 0.0)
+
+    def _ranking(self, query: ParsedQuery, depth: int, abstain: bool = True) -> Ranking | None:
+        """The fused ranking of ``query`` with its best cosine as confidence; None when
+        ``abstain`` and the best cosine is below ``min_similarity``."""
         tsquery = query_literal(query)
         vector = self._vectors.query(query.text)
         dense_wanted = bool(vector.any())
@@ -687,8 +709,9 @@ class PostgresBackend(BaseBackend):
             return lexical, dense
 
         lexical, dense = self._retrying("search", rank)
-        if self.min_similarity is not None and dense and dense[0][2] < self.min_similarity:
-            return []  # no tool fits (the default hybrid's abstention)
+        best = dense[0][2] if dense else 0.0
+        if abstain and self.min_similarity is not None and dense and best < self.min_similarity:
+            return None
         pool_key = {name: mcp for name, mcp, _ in (*lexical, *dense)}
         fused = fuse(
             [Hit(n, score) for n, _, score in lexical],
@@ -697,7 +720,7 @@ class PostgresBackend(BaseBackend):
             self.fusion,
         )
         ranked = sorted(fused, key=lambda name: (-fused[name], pool_key[name], name))
-        return [Hit(name, fused[name]) for name in ranked[:k] if fused[name] > 0]
+        return Ranking([Hit(name, fused[name]) for name in ranked[:depth] if fused[name] > 0], best)
 
     def _lexical(self, conn: psycopg.Connection[Any], tsquery: str, depth: int) -> _Ranked:
         rows = conn.execute(
@@ -820,6 +843,7 @@ class PostgresBackend(BaseBackend):
             "ef_search": self.ef_search,
             "fusion": self._fusion_params(),
             "min_similarity": self.min_similarity,
+            "multistep": self.multistep,
             "embedding": self._vectors.describe(),
         }
 

@@ -36,7 +36,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_backends import catalogue, natural_queries
+from bench_backends import catalogue, fresh_cache_dir, natural_queries
 from bench_keyword import QUERIES
 
 from toolsearch.backends import onnx_encoder
@@ -110,15 +110,6 @@ def reindex_one(backend: EmbeddingBackend, tools: list[Tool], rounds: int = 10) 
         backend.upsert([changed])
         times.append((time.perf_counter() - start) * 1e3)
     return times
-
-
-def fresh_cache_dir() -> Path:
-    """An empty vector cache that keeps the model's ONNX export (made once per model)."""
-    folder = Path(tempfile.mkdtemp(prefix="toolsearch-bench-"))
-    exports = default_cache_dir() / "onnx"
-    if exports.is_dir():
-        shutil.copytree(exports, folder / "onnx")
-    return folder
 
 
 def measure(n: int, cache_dir: Path, threads: int | None) -> dict[str, Any]:

@@ -1,18 +1,21 @@
-"""A learned ranker over the default's member features, measured against the default.
+"""Learned rankers over the default's member features, against the default's fusion.
 
     python benchmarks/learned_fusion.py --out benchmarks/results/learned_fusion.json
 
-Each query's candidates are the tools any member (``benchmarks/ablation.py``'s members) ranks
-in its top :data:`CANDIDATES`. A candidate's features are what the hybrid already knows: each
-member's normalised score (the default's normalisations) and reciprocal rank, the embedding
-similarity and its gap to the query's best, the name-match (Dice) and whole-name features, and
-the default's own fused score. A linear pairwise model (logistic regression on the feature
-differences of relevant/non-relevant pairs of one query, RankNet's linear form) scores them.
+Each query's candidates are the tools one of the default's members (embedding, stemmed bm25,
+fts5) ranks in its top :data:`CANDIDATES`. A candidate's features are what the hybrid already
+knows: each member's normalised score (the default's normalisations) and reciprocal rank, the
+embedding similarity and its gap to the query's best, the name-match (Dice) and whole-name
+features, and the default's own fused score. Two rankers score them: a linear pairwise model
+(logistic regression on the feature differences of relevant/non-relevant pairs of one query,
+RankNet's linear form) and LightGBM's LambdaMART. Every ranker, the default's convex fusion
+included, ranks the whole request with one search (multi-step search applies to any of them
+alike).
 
 Protocol (``docs/retrieval.md``): trained on **dev** splits only; reported on **test**
 splits, in-domain (trained on all three dev sets) and leave-one-dataset-out (trained on the
-other two datasets' dev splits), with ranx paired t-tests against the default. Member runs come
-from the ablation's cache (:mod:`member_runs`).
+other two datasets' dev splits), with ranx paired t-tests against the default's fusion. Member
+runs come from the ablation's cache (:mod:`member_runs`).
 """
 
 from __future__ import annotations
@@ -265,7 +268,9 @@ def markdown(results: Mapping[str, Any]) -> str:
     lines = [f"| ranker | trained on | {head} |", "|---|---|" + "---:|" * len(COLUMNS)]
     first = next(iter(results["models"].values()))["in-domain"]
     cells = [_cell(first[d], g, m, "default") for d, g, m in COLUMNS]
-    lines.append("| default (convex fusion) | dev, chosen by grid | " + " | ".join(cells) + " |")
+    lines.append(
+        "| the default's convex fusion | dev, chosen by grid | " + " | ".join(cells) + " |"
+    )
     for label, model in results["models"].items():
         for part, what in (("in-domain", "all three dev sets"), ("lodo", "the two others")):
             cells = [_cell(model[part][d], g, m, "learned") for d, g, m in COLUMNS]

@@ -57,8 +57,11 @@ class MemberSpec:
     backend: str
     options: Mapping[str, Any]
 
-    def key(self) -> str:
-        text = json.dumps([self.backend, dict(self.options)], sort_keys=True, default=str)
+    def key(self, backend: Any = None) -> str:
+        """A hash of the options and of the built ``backend``'s settings (its ``params()``), so
+        a changed default (a new fusion, multi-step on) never reuses an old ranking."""
+        settings = _settings(backend.params()) if hasattr(backend, "params") else None
+        text = json.dumps([self.backend, dict(self.options), settings], sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -86,6 +89,13 @@ class Sample:
         return hashlib.sha256(
             f"{self.dataset.sha256()}|{self.split}|{limit}|{ids}".encode()
         ).hexdigest()[:16]
+
+
+def _settings(params: Any) -> Any:
+    """``params`` without what describes the moment rather than the ranking (member states)."""
+    if isinstance(params, dict):
+        return {k: _settings(v) for k, v in params.items() if k != "member_states"}
+    return params
 
 
 def load_sample(name: str, split: str, limit: int | None) -> Sample:
@@ -118,7 +128,8 @@ def member_hits(
         joined = "\n".join(f"{k}\t{v}" for k, v in texts.items())
         extra = "." + hashlib.sha256(joined.encode()).hexdigest()[:12]
     stem = f"{sample.dataset.name}.{sample.split}.{sample.key(limit)}"
-    file = folder / f"{stem}.{member.label}.{member.key()}{extra}.json.gz"
+    backend = load_backend(member.backend, **dict(member.options))
+    file = folder / f"{stem}.{member.label}.{member.key(backend)}{extra}.json.gz"
     if file.is_file():
         with gzip.open(file, "rt", encoding="utf-8") as handle:
             stored: dict[str, Scored] = {
@@ -130,7 +141,6 @@ def member_hits(
         file=sys.stderr,
         flush=True,
     )
-    backend = load_backend(member.backend, **dict(member.options))
     backend.index(list(sample.dataset.tools))
     wanted = dict(texts) if texts is not None else {q.id: q.text for q in sample.queries}
     _encode_queries_in_batches(backend, list(wanted.values()))

@@ -177,6 +177,13 @@ REGISTRY: tuple[Result, ...] = (
         },
     ),
     Result(
+        "bench_hybrid",
+        "python benchmarks/bench_backends.py --sizes 10000,100000 --backends hybrid "
+        "--embedding-max 100000 --cold-cache-dir /tmp/hyb_cold "
+        "--out benchmarks/results/bench_hybrid.json",
+        {"bench_hybrid": lambda data: _script("bench_backends").markdown_default(data["results"])},
+    ),
+    Result(
         "bench_pool_updates",
         "python benchmarks/bench_pool_updates.py --sizes 10000,100000 --repeat 3 "
         "--out benchmarks/results/bench_pool_updates.json",

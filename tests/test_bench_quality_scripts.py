@@ -105,3 +105,13 @@ def test_learned_fusion_table_has_the_default_and_every_model_twice() -> None:
     rows = [line for line in table if line.startswith("| ") and "---" not in line][1:]
     assert len(rows) == 1 + 2 * len(results["models"])
     assert all(len(row.split("|")) == len(rows[0].split("|")) for row in rows)
+
+
+def test_member_run_key_follows_the_backends_settings() -> None:
+    from toolsearch.backends.hybrid import HybridBackend
+
+    member_runs = _script("member_runs")
+    spec = member_runs.MemberSpec("hybrid", "hybrid", {})
+    on, off = HybridBackend(multistep=True), HybridBackend(multistep=False)
+    assert spec.key(on) != spec.key(off)  # a changed default is never served an old ranking
+    assert spec.key(on) == spec.key(HybridBackend(multistep=True))

@@ -250,13 +250,13 @@ def test_requires_and_extra_describe_the_default_members() -> None:
     assert HybridBackend.incremental is incremental
 
 
-def test_default_is_convex_fusion_with_name_match() -> None:
+def test_default_is_convex_fusion_with_name_match_and_multistep() -> None:
     hybrid = _hybrid()
     params = hybrid.params()
     assert params["fusion"] == "convex" and params["name_weight"] == 0.2
     assert params["exact_name_bonus"] == 0.1
     assert params["normalise"] == {"keyword": "max", "embedding": "minmax"}
-    assert params["multistep"] is False
+    assert params["multistep"] is True  # gated per-step search of long requests
     assert DEFAULT_MEMBERS == {"embedding": 0.65, "bm25": 0.2, "fts5": 0.15}
     assert DEFAULT_MEMBER_OPTIONS["bm25"] == {"stem": True, "stopwords": True}
 

@@ -1,4 +1,4 @@
-"""Multi-step requests: splitting into steps, round-robin merging, search_many."""
+"""Multi-step requests: splitting into steps, confidence-gated merging, search_many."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from toolsearch.backend import Hit
 from toolsearch.engine import ToolSearch
 from toolsearch.errors import QueryError
-from toolsearch.multistep import merge_round_robin, search_steps, split_steps
+from toolsearch.multistep import Ranking, merge_round_robin, merge_steps, search_steps, split_steps
 from toolsearch.tool import Tool
 
 
@@ -22,7 +22,13 @@ from toolsearch.tool import Tool
         ),
         (
             "Find flights to Paris, book a hotel near the Louvre and email the itinerary to Ana",
-            ["Find flights to Paris", "book a hotel near the Louvre", "email the itinerary to Ana"],
+            ["Find flights to Paris, book a hotel near the Louvre", "email the itinerary to Ana"],
+        ),
+        # a bare comma is no step boundary: it separates adjectives and list items
+        ("I'm looking for a stylish, affordable handbag with a long strap", None),
+        (
+            "Export the board to CSV. After that, send it to finance",
+            ["Export the board to CSV", "After that, send it to finance"],
         ),
         (
             "merge the release branch then tell the team on slack about it",
@@ -49,12 +55,40 @@ def test_merge_round_robin_interleaves_each_tool_once() -> None:
     assert merge_round_robin([[], []], 5) == []
 
 
+def test_merge_round_robin_keeps_the_lead_of_the_first_ranking_first() -> None:
+    whole = [Hit("a", 3.0), Hit("b", 2.0), Hit("c", 1.0)]
+    step = [Hit("d", 1.0), Hit("e", 0.5)]
+    assert [h.name for h in merge_round_robin([whole, step], 10, lead=2)] == [
+        "a",
+        "b",
+        "c",
+        "d",
+        "e",
+    ]
+    assert [h.name for h in merge_round_robin([whole, step], 10, lead=1)] == [
+        "a",
+        "b",
+        "d",
+        "c",
+        "e",
+    ]
+
+
+def test_merge_steps_drops_steps_less_confident_than_the_whole_request() -> None:
+    whole = Ranking([Hit("a", 3.0), Hit("b", 2.0), Hit("c", 1.0)], confidence=0.5)
+    sure = Ranking([Hit("d", 1.0)], confidence=0.5)  # as confident: merged in
+    vague = Ranking([Hit("e", 1.0)], confidence=0.49)  # an elaboration: left out
+    assert [h.name for h in merge_steps(whole, [sure, vague], 10)] == ["a", "b", "d", "c"]
+    assert [h.name for h in merge_steps(whole, [vague], 2)] == ["a", "b"]
+    assert merge_steps(whole, [vague], 10) == whole.hits
+
+
 def test_search_steps_only_splits_long_requests() -> None:
     calls: list[str] = []
 
-    def search(text: str, k: int) -> list[Hit]:
+    def search(text: str, k: int) -> Ranking:
         calls.append(text)
-        return [Hit(text.split()[0].lower(), 1.0)]
+        return Ranking([Hit(text.split()[0].lower(), 1.0)], confidence=1.0)
 
     assert search_steps(search, "send a message", 5, depth=10) == [Hit("send", 1.0)]
     assert calls == ["send a message"]
@@ -68,6 +102,10 @@ def test_search_steps_only_splits_long_requests() -> None:
         "post it on Slack",
     ]
     assert [h.name for h in hits] == ["read", "post"]
+    calls.clear()
+    given = Ranking([Hit("whole", 2.0)], confidence=1.0)
+    search_steps(search, "Read the Jira issue OPS-200 and then post it", 5, depth=10, whole=given)
+    assert calls == ["Read the Jira issue OPS-200", "post it"]  # the whole ranking was given
 
 
 def _engine() -> ToolSearch:

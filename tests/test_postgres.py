@@ -192,6 +192,20 @@ def test_bad_options_name_the_option(
         _backend(postgres_url, **options)
 
 
+def test_multistep_merges_a_confident_step_like_the_hybrid(postgres_url: str) -> None:
+    text = "get the weather forecast for a city and then send a slack channel message"
+    with _backend(postgres_url) as multi, _backend(postgres_url, multistep=False) as single:
+        for backend in (multi, single):
+            backend.index(TOOLS)
+        steps = [h.name for h in multi.search(parse_query(text), 2)]
+        assert set(steps) == {"mcp__weather__forecast", "mcp__slack__send_message"}
+        assert multi.params()["multistep"] is True and single.params()["multistep"] is False
+        short = parse_query("slack message")
+        assert multi.search(short, 3) == single.search(short, 3)  # short queries never split
+    with pytest.raises(ConfigError, match="multistep must be true or false"):
+        _backend(postgres_url, multistep="yes")
+
+
 def test_below_min_similarity_no_tool_fits(postgres_url: str) -> None:
     query = parse_query("send a slack message")
     with _backend(postgres_url) as backend:

@@ -3,31 +3,37 @@
 "Read Jira issue OPS-200 and create a matching Linear issue" needs two tools, and one search
 for the whole sentence tends to return five Jira tools. Per-step retrieval (as in MCP-Zero and
 the per-step retrieval studies of multi-tool agents) searches each step on its own and merges
-the rankings round-robin, so every step's best tool reaches the first few results.
+the rankings, so every step's best tool reaches the first few results.
 
-:func:`split_steps` cuts a request at sentence ends, semicolons, "then" and at "and" between
-two clauses of at least :data:`MIN_CLAUSE_WORDS` words each; a request shorter than
-:data:`MIN_SPLIT_WORDS` words, or with no such boundary, is one step (short queries are never
-changed). :func:`merge_round_robin` interleaves several rankings: first the whole request's
-best, then each step's best, then the second of each, and so on, each tool once; merged hits
-carry strictly decreasing rank-derived scores below the first ranking's top score. The same
-merge serves callers that pass several queries at once (:meth:`ToolSearch.search_many`).
-Measurements: ``docs/retrieval.md``.
+:func:`split_steps` cuts a request at sentence ends, semicolons, line breaks, "then", "after
+that", and at "and" between two clauses of at least :data:`MIN_CLAUSE_WORDS` words each (not at
+bare commas, which mostly separate adjectives and list items of one request); a request shorter
+than :data:`MIN_SPLIT_WORDS` words, or with no such boundary, is one step (short queries are
+never changed). :func:`merge_steps` keeps the steps that are at least as *confident* as the
+whole request (their best raw similarity is no lower: a step that finds nothing better than the
+whole request is an elaboration, not a new need), then puts the whole request's first
+:data:`LEAD` hits first and interleaves the rest of it with the kept steps' rankings round-robin
+(:func:`merge_round_robin`), each tool once. The same merge, ungated, serves callers that pass
+several queries at once (:meth:`ToolSearch.search_many`). Measurements: ``docs/retrieval.md``.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from toolsearch.backend import Hit
 
 __all__ = [
+    "LEAD",
     "MIN_CLAUSE_WORDS",
     "MIN_SPLIT_WORDS",
+    "Ranking",
     "merge_matches",
     "merge_round_robin",
+    "merge_steps",
     "search_steps",
     "split_steps",
 ]
@@ -38,9 +44,11 @@ MIN_SPLIT_WORDS = 8
 MIN_CLAUSE_WORDS = 3
 #: At most this many steps are searched (a pasted document is not a task list).
 MAX_STEPS = 6
+#: The whole request's best hits that stay first when steps are merged in.
+LEAD = 1
 
 _HARD = re.compile(r"(?:[.!?;]+\s+|\s*\n+\s*|,?\s+(?:and\s+)?then\s+|,?\s+after\s+that\s+)", re.I)
-_AND = re.compile(r",?\s+(?:and|&)\s+|,\s+(?:also\s+)?", re.I)
+_AND = re.compile(r",?\s+(?:and|&)\s+", re.I)
 
 
 def _words(text: str) -> int:
@@ -48,7 +56,7 @@ def _words(text: str) -> int:
 
 
 def _split_and(clause: str) -> list[str]:
-    """Cut a clause at "and" (or a comma) where both neighbours are clauses of their own."""
+    """Cut a clause at "and" where both neighbours are clauses of their own."""
     parts = [p.strip() for p in _AND.split(clause) if p.strip()]
     steps: list[str] = []
     for part in parts:
@@ -74,15 +82,17 @@ def split_steps(text: str) -> list[str]:
     return steps[:MAX_STEPS]
 
 
-def merge_round_robin(rankings: Sequence[Sequence[Hit]], k: int) -> list[Hit]:
-    """Interleave ``rankings`` (the first one leads each round), each tool once, at most ``k``
-    hits, with scores ``top · (n - i) / n`` (``top`` = the best score of all the rankings,
-    ``n`` = the number of merged hits) so the order survives any re-sort by score."""
-    seen: set[str] = set()
-    order: list[str] = []
-    depth = max((len(r) for r in rankings), default=0)
+def merge_round_robin(rankings: Sequence[Sequence[Hit]], k: int, *, lead: int = 0) -> list[Hit]:
+    """Interleave ``rankings`` (the first one leads each round; its first ``lead`` hits come
+    before all of that), each tool once, at most ``k`` hits, with scores ``top · (n - i) / n``
+    (``top`` = the best score of all the rankings, ``n`` = the number of merged hits) so the
+    order survives any re-sort by score."""
+    order = list(dict.fromkeys(hit.name for hit in rankings[0][:lead])) if rankings else []
+    seen = set(order)
+    rounds = [rankings[0][lead:], *rankings[1:]] if rankings else []
+    depth = max((len(r) for r in rounds), default=0)
     for position in range(depth):
-        for ranking in rankings:
+        for ranking in rounds:
             if position < len(ranking) and ranking[position].name not in seen:
                 seen.add(ranking[position].name)
                 order.append(ranking[position].name)
@@ -92,16 +102,40 @@ def merge_round_robin(rankings: Sequence[Sequence[Hit]], k: int) -> list[Hit]:
     return [Hit(name, round(top * (n - i) / n, 12)) for i, name in enumerate(order)]
 
 
+@dataclass(frozen=True)
+class Ranking:
+    """One search's hits and how sure it is: the best raw similarity of the backend's
+    confidence signal (the hybrid's leading member), comparable across queries."""
+
+    hits: list[Hit]
+    confidence: float
+
+
+def merge_steps(whole: Ranking, steps: Sequence[Ranking], k: int, *, lead: int = LEAD) -> list[Hit]:
+    """The whole request's ranking merged with the steps at least as confident as it (see the
+    module); the whole ranking alone, cut to ``k``, when no step is."""
+    kept = [step.hits for step in steps if step.confidence >= whole.confidence]
+    if not kept:
+        return whole.hits[: max(k, 0)]
+    return merge_round_robin([whole.hits, *kept], k, lead=lead)
+
+
 def search_steps(
-    search: Callable[[str, int], list[Hit]], text: str, k: int, *, depth: int
+    search: Callable[[str, int], Ranking],
+    text: str,
+    k: int,
+    *,
+    depth: int,
+    whole: Ranking | None = None,
 ) -> list[Hit]:
     """``search(text, k)`` for a one-step request; for several steps, the whole request's and
-    each step's ``depth`` best merged round-robin (at most ``k``)."""
+    each step's ``depth`` best merged by :func:`merge_steps` (at most ``k``). ``whole`` is the
+    whole request's ranking when the caller has it already."""
     steps = split_steps(text)
     if len(steps) < 2:
-        return search(text, k)
-    rankings = [search(text, depth)] + [search(step, depth) for step in steps]
-    return merge_round_robin(rankings, k)
+        return (whole or search(text, k)).hits[: max(k, 0)]
+    first = whole or search(text, depth)
+    return merge_steps(first, [search(step, depth) for step in steps], k)
 
 
 def merge_matches(results: Sequence[Sequence[Any]], k: int) -> list[Any]:
