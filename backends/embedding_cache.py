@@ -221,14 +221,32 @@ def encode_cached(
         for text, row in zip(missing, fresh, strict=True):
             vectors[text] = row
         if cache is not None:
-            rows = [(keys[t], int(vectors[t].shape[0]), vectors[t].tobytes()) for t in missing]
-            cache.put_many(encoder.name, rows)
+            _store(cache, encoder.name, [(keys[t], vectors[t]) for t in missing])
     dims = {vectors[text].shape[0] for text in unique}
     if len(dims) != 1:
         raise BackendError(
             f"encoder {encoder.name!r} returned vectors of different sizes {sorted(dims)}"
         )
-    return normalise(np.stack([vectors[text] for text in texts]).astype(np.float32))
+    # One float32 matrix filled and normalised in place: a large catalogue's vectors are held
+    # twice at most (as found or encoded, and here), not once per conversion step.
+    out = np.empty((len(texts), dims.pop()), dtype=np.float32)
+    for i, text in enumerate(texts):
+        out[i] = vectors[text]
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    out /= norms
+    return out
+
+
+#: Vectors written to the cache per transaction (bounds the bytes copied at once).
+_STORE_CHUNK = 4096
+
+
+def _store(cache: EmbeddingCache, model: str, rows: Sequence[tuple[bytes, Any]]) -> None:
+    """Write ``(text hash, vector)`` rows in chunks of :data:`_STORE_CHUNK`."""
+    for start in range(0, len(rows), _STORE_CHUNK):
+        chunk = rows[start : start + _STORE_CHUNK]
+        cache.put_many(model, [(key, int(v.shape[0]), v.tobytes()) for key, v in chunk])
 
 
 def _progress_console() -> Any:
