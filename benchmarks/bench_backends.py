@@ -370,21 +370,25 @@ def markdown(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _one(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.1f}"
+
+
 def markdown_default(rows: Sequence[dict[str, Any]]) -> str:
     """The README's table of the default backend at scale: build from an empty vector cache,
     the process's whole peak memory, and latency with query encoding."""
     lines = [
-        "| tools | index s (cold cache) | peak RSS MB | keyword p50 / p95 ms | "
+        "| tools | index s (cold cache) | peak RSS MiB | keyword p50 / p95 ms | "
         "natural p50 / p95 ms | re-index 1 tool ms | multi-step |",
         "|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in rows:
         multistep = r["params"].get("multistep")
         lines.append(
-            f"| {r['tools']:,} | {r['index_s']:.1f} | {_cell(r.get('peak_rss_mb'))} | "
-            f"{r['keyword_p50_ms']} / {r['keyword_p95_ms']} | "
-            f"{_cell(r['natural_p50_ms'])} / {_cell(r['natural_p95_ms'])} | "
-            f"{_cell(r['reindex_one_p50_ms'])} | {'on' if multistep else 'off'} |"
+            f"| {r['tools']:,} | {r['index_s']:.1f} | {_one(r.get('peak_rss_mb'))} | "
+            f"{_one(r['keyword_p50_ms'])} / {_one(r['keyword_p95_ms'])} | "
+            f"{_one(r['natural_p50_ms'])} / {_one(r['natural_p95_ms'])} | "
+            f"{_one(r['reindex_one_p50_ms'])} | {'on' if multistep else 'off'} |"
         )
     return "\n".join(lines)
 
