@@ -23,7 +23,6 @@ with ``nice -n 10`` on a shared machine. See ``docs/benchmark.md``.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import re
 import shlex
@@ -37,6 +36,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from toolsearch.bench.scripts import load_script
 from toolsearch.bench.tables import headline_table, significance_summary, style_table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,16 +75,7 @@ class Result:
 
 def _script(name: str) -> ModuleType:
     """A script of ``benchmarks/`` imported as a module (they are not a package)."""
-    path = ROOT / "benchmarks" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"benchmarks_{name}", path)
-    if spec is None or spec.loader is None:
-        raise RuntimeError(f"cannot import {path}")
-    module = sys.modules.get(spec.name)
-    if module is None:
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module  # dataclasses look their module up while being built
-        spec.loader.exec_module(module)
-    return module
+    return load_script(ROOT / "benchmarks" / f"{name}.py")
 
 
 def script_table(script: str, key: str | None = None) -> Render:

@@ -2,28 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+
+from toolsearch.bench.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "bench_keyword_under_test", ROOT / "benchmarks" / "bench_keyword.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-bench_keyword = _script()
+bench_keyword = load_script(ROOT / "benchmarks" / "bench_keyword.py")
 
 
 def _row(speedup: float, equal: bool = True) -> dict[str, object]:

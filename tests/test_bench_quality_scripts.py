@@ -3,14 +3,13 @@ committed results of it and of ``benchmarks/query_adapter.py`` render complete t
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
 
 import pytest
 
+from toolsearch.bench.scripts import load_script
 from toolsearch.dataset import load_dataset
 from toolsearch.datasets import shared_datasets_dir
 
@@ -20,16 +19,7 @@ SHARED = shared_datasets_dir()
 
 
 def _script(name: str) -> ModuleType:
-    if str(ROOT / "benchmarks") not in sys.path:
-        sys.path.insert(0, str(ROOT / "benchmarks"))
-    spec = importlib.util.spec_from_file_location(
-        f"{name}_under_test", ROOT / "benchmarks" / f"{name}.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script(ROOT / "benchmarks" / f"{name}.py")
 
 
 needs_public_sets = pytest.mark.skipif(

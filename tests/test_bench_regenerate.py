@@ -3,31 +3,18 @@ and the marker machinery of ``benchmarks/regenerate.py`` rejects malformed block
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
+from toolsearch.bench.scripts import load_script
 from toolsearch.bench.tables import headline_table, significance_summary, style_table
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _regenerate() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "regenerate_under_test", ROOT / "benchmarks" / "regenerate.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while being built
-    spec.loader.exec_module(module)
-    return module
-
-
-regen = _regenerate()
+regen = load_script(ROOT / "benchmarks" / "regenerate.py")
 
 
 def test_readme_tables_match_the_committed_json() -> None:
