@@ -160,9 +160,16 @@ def normalise(matrix: FloatMatrix) -> FloatMatrix:
     """Rows scaled to unit length (zero rows stay zero), as a contiguous float32 array."""
     import numpy as np
 
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return np.ascontiguousarray(matrix / _row_norms(matrix), dtype=np.float32)
+
+
+def _row_norms(matrix: FloatMatrix) -> FloatMatrix:
+    """Each row's length as a column, 1 for zero rows (which so stay zero)."""
+    import numpy as np
+
+    norms: FloatMatrix = np.linalg.norm(matrix, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return np.ascontiguousarray(matrix / norms, dtype=np.float32)
+    return norms
 
 
 def check_vectors(encoder_name: str, vectors: Any, count: int) -> FloatMatrix:
@@ -232,9 +239,7 @@ def encode_cached(
     out = np.empty((len(texts), dims.pop()), dtype=np.float32)
     for i, text in enumerate(texts):
         out[i] = vectors[text]
-    norms = np.linalg.norm(out, axis=1, keepdims=True)
-    norms[norms == 0] = 1.0
-    out /= norms
+    out /= _row_norms(out)
     return out
 
 

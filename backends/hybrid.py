@@ -36,7 +36,7 @@ from typing import Any, ClassVar
 from toolsearch.backend import BaseBackend, Hit, IncrementalBackend, SearchBackend
 from toolsearch.errors import ConfigError
 from toolsearch.fusion import NORMALISERS, Fuser, NameWords, name_words, rrf_fuse
-from toolsearch.multistep import Ranking, search_steps, split_steps
+from toolsearch.multistep import Ranking, search_steps
 from toolsearch.query import ParsedQuery, parse_query
 from toolsearch.tool import Tool, pool_sort_key
 
@@ -396,14 +396,9 @@ class HybridBackend(BaseBackend):
         hits = self.member_hits(query, depth)
         if self.abstains(hits):
             return []
-        if self.multistep and not query.required and len(split_steps(query.raw)) > 1:
-            return search_steps(
-                self._step_ranking,
-                query.raw,
-                k,
-                depth=depth,
-                whole=self._ranking(query, hits, depth),
-            )
+        if self.multistep and not query.required:  # a one-step request is the whole ranking
+            whole = self._ranking(query, hits, depth)
+            return search_steps(self._step_ranking, query.raw, k, depth=depth, whole=whole)
         return self._ranked(query, hits, k)
 
     def _step_ranking(self, text: str, k: int) -> Ranking:

@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from toolsearch.backend import BaseBackend, Hit
 from toolsearch.errors import BackendError, ConfigError, MissingExtraError
 from toolsearch.fusion import Fuser, NameWords, name_words
-from toolsearch.multistep import Ranking, search_steps, split_steps
+from toolsearch.multistep import Ranking, search_steps
 from toolsearch.query import ParsedQuery, parse_query
 from toolsearch.tokenize import TOKENIZER_VERSION, SchemaCache, tool_fields
 from toolsearch.tool import Tool
@@ -683,19 +683,22 @@ class PostgresBackend(BaseBackend):
         if k <= 0 or query.is_empty:
             return []
         depth = max(DEFAULT_DEPTH, k)
-        whole = self._ranking(query, depth)
-        if whole is None:
-            return []  # no tool fits (the default hybrid's abstention)
-        if self.multistep and not query.required and len(split_steps(query.raw)) > 1:
+        whole, no_tool_fits = self._ranking(query, depth)
+        if no_tool_fits:
+            return []  # the default hybrid's abstention
+        if self.multistep and not query.required:  # a one-step request is the whole ranking
             return search_steps(self._step_ranking, query.raw, k, depth=depth, whole=whole)
         return whole.hits[:k]
 
     def _step_ranking(self, text: str, k: int) -> Ranking:
-        return self._ranking(parse_query(text), k, abstain=False) or Ranking([], 0.0)
+        return self._ranking(parse_query(text), k, abstain=False)[0]
 
-    def _ranking(self, query: ParsedQuery, depth: int, abstain: bool = True) -> Ranking | None:
-        """The fused ranking of ``query`` with its best cosine as confidence; None when
-        ``abstain`` and the best cosine is below ``min_similarity``."""
+    def _ranking(
+        self, query: ParsedQuery, depth: int, *, abstain: bool = True
+    ) -> tuple[Ranking, bool]:
+        """The fused ranking of ``query`` with its best cosine as confidence, and whether that
+        cosine is below ``min_similarity`` (no tool fits: the ranking is then empty; never
+        for a step, ``abstain=False``)."""
         tsquery = query_literal(query)
         vector = self._vectors.query(query.text)
         dense_wanted = bool(vector.any())
@@ -711,7 +714,7 @@ class PostgresBackend(BaseBackend):
         lexical, dense = self._retrying("search", rank)
         best = dense[0][2] if dense else 0.0
         if abstain and self.min_similarity is not None and dense and best < self.min_similarity:
-            return None
+            return Ranking([], best), True
         pool_key = {name: mcp for name, mcp, _ in (*lexical, *dense)}
         fused = fuse(
             [Hit(n, score) for n, _, score in lexical],
@@ -720,7 +723,8 @@ class PostgresBackend(BaseBackend):
             self.fusion,
         )
         ranked = sorted(fused, key=lambda name: (-fused[name], pool_key[name], name))
-        return Ranking([Hit(name, fused[name]) for name in ranked[:depth] if fused[name] > 0], best)
+        hits = [Hit(name, fused[name]) for name in ranked[:depth] if fused[name] > 0]
+        return Ranking(hits, best), False
 
     def _lexical(self, conn: psycopg.Connection[Any], tsquery: str, depth: int) -> _Ranked:
         rows = conn.execute(

@@ -73,6 +73,9 @@ LEXICAL_SHARES = {"bm25_stem": 4 / 7, "fts5": 3 / 7}
 #: The highest recall@5 the abstention threshold may cost on any dev set.
 ABSTAIN_MAX_COST = 0.01
 ABSTAIN_GRID = tuple(round(0.10 + 0.01 * i, 2) for i in range(26))
+#: The default's row of the ablation, and its fusion with one search per request.
+DEFAULT_VARIANT = "+ multi-step (default)"
+ONE_SEARCH_VARIANT = "+ exact-name bonus"
 
 
 def log(message: str) -> None:
@@ -104,6 +107,18 @@ def convex_variant(
 
 def default_variant(embedding: float, name_weight: float, name: str = "default") -> Variant:
     return convex_variant(name, embedding, name_weight, LEXICAL_SHARES)
+
+
+def one_search_variant(embedding: float, name_weight: float) -> Variant:
+    """The default's fusion (stemmed bm25, name match, exact-name bonus), one search per
+    request."""
+    stemmed = default_variant(embedding, name_weight)
+    return Variant(
+        ONE_SEARCH_VARIANT,
+        replace(stemmed.fuser, exact_name_bonus=EXACT_NAME_BONUS),
+        what=f"plus {EXACT_NAME_BONUS} for tools whose whole name (two words or more) "
+        "the query says",
+    )
 
 
 # --------------------------------------------------------------------------- replay
@@ -172,15 +187,16 @@ def _best(hits: Scored) -> float:
 def rank(data: Data, variant: Variant) -> dict[str, list[Hit]]:
     """``{query id: hits}`` of ``variant`` replayed over the cached member hits."""
     out: dict[str, list[Hit]] = {}
+    weights = variant.fuser.weights
+    leading = max(weights, key=lambda m: weights[m])  # the hybrid's confidence member
     for query in data.sample.queries:
-        whole = {m: data.hits[m][query.id] for m in variant.fuser.weights}
+        whole = {m: data.hits[m][query.id] for m in weights}
         ranked = fused_hits(variant, query.text, whole, data.names)
         steps = data.steps[query.id]
         if variant.multistep and len(steps) > 1:
-            leading = max(variant.fuser.weights, key=lambda m: variant.fuser.weights[m])
             rankings = []
             for i, step in enumerate(steps):
-                part = {m: data.step_hits[m][f"{query.id}#{i}"] for m in variant.fuser.weights}
+                part = {m: data.step_hits[m][f"{query.id}#{i}"] for m in weights}
                 hits = fused_hits(variant, step, part, data.names)
                 rankings.append(Ranking(hits, _best(part[leading])))
             ranked = merge_steps(Ranking(ranked, _best(whole[leading])), rankings, DEPTH)
@@ -309,7 +325,8 @@ def variants(embedding: float, name_weight: float) -> list[Variant]:
         what="RRF k=5 of embedding 1.0 + fts5 0.5, depth 50",
     )
     stemmed = default_variant(embedding, name_weight)
-    default = replace(stemmed.fuser, exact_name_bonus=EXACT_NAME_BONUS)
+    one_search = one_search_variant(embedding, name_weight)
+    default = one_search.fuser
     steps = [
         convex_variant(
             "+ convex fusion", embedding, 0.0, {"fts5": 1.0}, "normalised convex combination"
@@ -322,12 +339,7 @@ def variants(embedding: float, name_weight: float) -> list[Variant]:
             stemmed.fuser,
             what="plus bm25 with stemming and stop-words as a third member",
         ),
-        Variant(
-            "+ exact-name bonus",
-            default,
-            what=f"plus {EXACT_NAME_BONUS} for tools whose whole name (two words or more) "
-            "the query says",
-        ),
+        one_search,
         Variant(
             "exact-name tier instead",
             replace(default, exact_name_bonus=EXACT_TIER),
@@ -443,9 +455,6 @@ def markdown_table(results: Mapping[str, Any], split: str = "test") -> str:
     return "\n".join(lines)
 
 
-DEFAULT_VARIANT = "+ multi-step (default)"
-#: The default's fusion with one search per request.
-ONE_SEARCH_VARIANT = "+ exact-name bonus"
 MEMBER_VARIANTS = ("keyword", "bm25", "bm25_stem", "fts5", "embedding")
 
 
