@@ -62,6 +62,20 @@ DEFAULT_MEMBERS: Mapping[str, float] = {"embedding": 0.65, "bm25": 0.2, "fts5": 
 DEFAULT_MEMBER_OPTIONS: Mapping[str, Mapping[str, Any]] = {
     "bm25": {"stem": True, "stopwords": True}
 }
+#: Embedding options that leave the similarity scale as calibrated (how the model runs, not
+#: which model or text): with only these set, the default abstention threshold still applies.
+SCALE_PRESERVING_OPTIONS: frozenset[str] = frozenset(
+    {
+        "runtime",
+        "precision",
+        "threads",
+        "batch_size",
+        "cache_dir",
+        "device",
+        "progress",
+        "query_cache_size",
+    }
+)
 #: The fusion functions.
 FUSIONS: tuple[str, ...] = ("convex", "rrf")
 DEFAULT_FUSION = "convex"
@@ -157,8 +171,9 @@ def _check_normalise(normalise: Mapping[str, str] | None, members: Iterable[str]
 def _default_min_scores(
     members: Mapping[str, float], options: Mapping[str, Mapping[str, Any]]
 ) -> dict[str, float]:
-    """The calibrated abstention threshold, for an embedding member with the default model."""
-    if "embedding" in members and not options.get("embedding"):
+    """The calibrated abstention threshold, for an embedding member whose similarities are
+    the default model's: its options, if any, only say how the model runs."""
+    if "embedding" in members and set(options.get("embedding", {})) <= SCALE_PRESERVING_OPTIONS:
         return {"embedding": DEFAULT_MIN_SIMILARITY}
     return {}
 

@@ -1,8 +1,9 @@
 """A sentence-transformers model exported to ONNX and run without PyTorch (docs/speed.md).
 
 The model's transformer is exported once with ``torch.onnx`` (optionally quantised to int8
-with ONNX Runtime's dynamic quantisation), in a child process so that the calling process never
-imports PyTorch or holds its memory, into ``<onnx_dir>/<fingerprint>-<precision>.onnx``,
+with ONNX Runtime's dynamic quantisation, one scale per output channel of each weight matrix),
+in a child process so that the calling process never imports PyTorch or holds its memory, into
+``<onnx_dir>/<fingerprint>-<scheme>.onnx`` (:data:`SCHEMES`),
 ``fingerprint`` being the model folder's :func:`~toolsearch.backends.encoders.model_fingerprint`.
 Later processes load that file with ONNX Runtime and tokenise with the model's own
 ``tokenizer.json`` through the ``tokenizers`` library: no PyTorch import. Pooling and
@@ -59,6 +60,10 @@ logger = logging.getLogger(__name__)
 
 #: Weight formats of the export: float32 (same vectors as PyTorch) or dynamic int8.
 PRECISIONS: tuple[str, ...] = ("fp32", "int8")
+#: How each precision is made, as named in export files and vector cache names: int8 weights
+#: carry one scale per output channel (per-tensor scales moved vectors six times further;
+#: docs/speed.md), so vectors of an earlier per-tensor export are never reused.
+SCHEMES: dict[str, str] = {"fp32": "fp32", "int8": "int8-channel"}
 
 _FORMAT = 1
 _PROBES = ("create a pull request on github", "read a file from the local disk")
@@ -144,7 +149,7 @@ def _writable(folder: Path) -> bool:
 
 def export_path(onnx_dir: Path, model_path: Path, precision: str) -> Path:
     """Where the export of ``model_path`` in ``precision`` lives."""
-    return onnx_dir / f"{model_fingerprint(model_path)}-{precision}.onnx"
+    return onnx_dir / f"{model_fingerprint(model_path)}-{SCHEMES[precision]}.onnx"
 
 
 class OnnxEncoder:
@@ -179,12 +184,17 @@ class OnnxEncoder:
         self.threads = check_positive("threads", threads) if threads is not None else _cores()
         self.file = export_path(onnx_dir, path, precision)
         base = reference_name(model_ref, path)
-        self.name = base if precision == "fp32" else f"onnx-{precision}:{base[3:]}"
+        self.name = base if precision == "fp32" else f"onnx-{SCHEMES[precision]}:{base[3:]}"
         self._session: Any = None
         self._tokenizer: Any = None
         self._lock = threading.Lock()
 
     # ----------------------------------------------------------------- loading
+
+    def prepare(self) -> None:
+        """Load the session now, exporting the model first if no usable export exists, so a
+        caller can do the one-time work (or time it) before the first encode."""
+        self._load()
 
     def _load(self) -> tuple[Any, Any]:
         with self._lock:
@@ -394,7 +404,9 @@ def export_onnx(
             level = root.level
             root.setLevel(logging.ERROR)  # the quantiser's advice to pre-process, on every run
             try:
-                quantize_dynamic(str(fp32), str(produced), weight_type=QuantType.QInt8)
+                quantize_dynamic(
+                    str(fp32), str(produced), weight_type=QuantType.QInt8, per_channel=True
+                )
             finally:
                 root.setLevel(level)
         probes = _probe_vectors(_new_session(produced), tokenizer, pooling)

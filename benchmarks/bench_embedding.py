@@ -2,12 +2,15 @@
 including query encoding (targets p50 <= 10 ms on ToolSearch-style phrases, <= 20 ms on
 100-word task descriptions), index build from an empty and from a warm vector cache (target
 10k cold <= 60 s), peak resident memory, and re-indexing one changed tool (target <= 50 ms).
-``--quality`` instead runs ``toolsearch bench --backend embedding`` once per encoder path
-(ONNX fp32, ONNX int8, PyTorch) and reports each metric's change against the regression
-baseline (accepted: <= 0.01 on every metric, docs/speed.md).
+``--precision int8`` measures the int8 export instead of float32. ``--quality`` instead runs
+``toolsearch bench --backend embedding,hybrid`` once per encoder path (ONNX fp32, ONNX int8,
+PyTorch; the default hybrid's embedding member on the same path) and reports each metric's
+change, and each query style's recall@5 change, against the regression baseline (accepted:
+<= 0.01 on every metric, docs/speed.md).
 
     pytest benchmarks/bench_embedding.py                          # pytest-benchmark tables
     python benchmarks/bench_embedding.py --tools 10000 --out benchmarks/results/bench_embedding.json
+    python benchmarks/bench_embedding.py --tools 10000 --precision int8
     python benchmarks/bench_embedding.py --quality --out benchmarks/results/embedding_quality.json
 
 Queries are the ToolSearch-style phrases of ``bench_keyword.py`` and task descriptions of about
@@ -55,11 +58,24 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 ROOT = Path(__file__).resolve().parents[1]
-QUALITY_PATHS = {
-    "onnx-fp32": ["--option", "embedding.runtime=onnx", "--option", "embedding.precision=fp32"],
-    "onnx-int8": ["--option", "embedding.runtime=onnx", "--option", "embedding.precision=int8"],
-    "torch": ["--option", "embedding.runtime=torch"],
+#: Embedding options of each encoder path the quality run compares.
+QUALITY_PATHS: dict[str, dict[str, str]] = {
+    "onnx-fp32": {"runtime": "onnx", "precision": "fp32"},
+    "onnx-int8": {"runtime": "onnx", "precision": "int8"},
+    "torch": {"runtime": "torch"},
 }
+#: The backends the quality run scores: the embedding backend and the default that fuses it.
+QUALITY_BACKENDS = ("embedding", "hybrid")
+
+
+def path_options(options: dict[str, str]) -> list[str]:
+    """``toolsearch bench`` arguments that run the embedding backend, and the hybrid's
+    embedding member, with ``options``."""
+    member = json.dumps({"embedding": options})
+    args = ["--option", f"hybrid.member_options={member}"]
+    for key, value in options.items():
+        args += ["--option", f"embedding.{key}={value}"]
+    return args
 
 
 def task_queries(n: int = 36, words: int = 100) -> list[str]:
@@ -78,12 +94,20 @@ def task_queries(n: int = 36, words: int = 100) -> list[str]:
 
 
 def build(
-    tools: list[Tool], cache_dir: Path, threads: int | None
-) -> tuple[EmbeddingBackend, float]:
-    backend = EmbeddingBackend(cache_dir=cache_dir, progress=None, threads=threads)
+    tools: list[Tool], cache_dir: Path, threads: int | None, precision: str = "fp32"
+) -> tuple[EmbeddingBackend, float, float]:
+    """The indexed backend, the seconds its index took, and the seconds the encoder took to
+    get ready before it (the one-time ONNX export when the cache folder holds none)."""
+    backend = EmbeddingBackend(
+        cache_dir=cache_dir, progress=None, threads=threads, precision=precision
+    )
     start = time.perf_counter()
+    prepare = getattr(backend.encoder, "prepare", None)
+    if prepare is not None:
+        prepare()
+    ready = time.perf_counter()
     backend.index(tools)
-    return backend, time.perf_counter() - start
+    return backend, time.perf_counter() - ready, ready - start
 
 
 def query_latencies(
@@ -112,11 +136,13 @@ def reindex_one(backend: EmbeddingBackend, tools: list[Tool], rounds: int = 10) 
     return times
 
 
-def measure(n: int, cache_dir: Path, threads: int | None) -> dict[str, Any]:
+def measure(
+    n: int, cache_dir: Path, threads: int | None, precision: str = "fp32"
+) -> dict[str, Any]:
     tools = catalogue(n)
-    backend, first = build(tools, cache_dir, threads)
+    backend, first, export = build(tools, cache_dir, threads, precision)
     del backend
-    backend2, warm = build(tools, cache_dir, threads)
+    backend2, warm, _ = build(tools, cache_dir, threads, precision)
     latencies = query_latencies(backend2)
     tasks = query_latencies(backend2, task_queries())
     reindex = reindex_one(backend2, tools)
@@ -125,9 +151,11 @@ def measure(n: int, cache_dir: Path, threads: int | None) -> dict[str, Any]:
         "threads": threads,
         "encoder": backend2.encoder.name,
         "encoder_class": type(backend2.encoder).__name__,
+        "precision": precision,
         "fields": list(backend2.fields),
         "max_words": backend2.max_words,
         "batch_tokens": onnx_encoder._BATCH_TOKENS,
+        "encoder_ready_seconds": round(export, 2),
         "index_seconds_first": round(first, 2),
         "index_seconds_warm_cache": round(warm, 2),
         "query_p50_ms": round(statistics.median(latencies), 2),
@@ -142,30 +170,71 @@ def measure(n: int, cache_dir: Path, threads: int | None) -> dict[str, Any]:
     }
 
 
-def _metrics(path: Path) -> dict[str, float]:
+def _backends(path: Path) -> dict[str, Any]:
     data = json.loads(path.read_text())
-    metrics: dict[str, float] = data["datasets"]["mcp-workbench"]["backends"]["embedding"][
-        "metrics"
-    ]
-    return metrics
+    backends: dict[str, Any] = data["datasets"]["mcp-workbench"]["backends"]
+    return backends
+
+
+def _change(got: dict[str, Any], reference: dict[str, Any]) -> dict[str, Any]:
+    """One backend's metric changes and per-style recall@5 changes against the baseline."""
+    delta = {k: round(got["metrics"][k] - v, 6) for k, v in reference["metrics"].items()}
+    styles = {
+        style: round(got["by_style"][style]["recall@5"] - values["recall@5"], 6)
+        for style, values in reference["by_style"].items()
+        if "recall@5" in values
+    }
+    return {
+        "max_abs_change": max(abs(v) for v in delta.values()),
+        "change": delta,
+        "style_recall@5_change": styles,
+    }
+
+
+def int8_fidelity() -> dict[str, float]:
+    """Cosine between the int8 and the float32 ONNX vector of each bundled tool's text."""
+    from toolsearch.backends.embedding_cache import normalise
+    from toolsearch.backends.encoders import default_encoder
+    from toolsearch.backends.tool_text import tool_text
+    from toolsearch.catalog import load_catalog
+
+    texts = [tool_text(t) for t in load_catalog(ROOT / "datasets" / "mcp-workbench")]
+    onnx_dir = default_cache_dir() / "onnx"
+    fp32, int8 = (
+        normalise(default_encoder(onnx_dir=onnx_dir, runtime="onnx", precision=p).encode(texts))
+        for p in ("fp32", "int8")
+    )
+    cosines = (fp32 * int8).sum(axis=1)
+    return {
+        "texts": len(texts),
+        "mean": round(float(cosines.mean()), 5),
+        "min": round(float(cosines.min()), 5),
+    }
 
 
 def quality(baseline: Path = ROOT / "benchmarks" / "baseline.json") -> dict[str, Any]:
-    """Each encoder path's metrics on the bundled dataset against the regression baseline."""
-    reference = _metrics(baseline)
-    out: dict[str, Any] = {"baseline": str(baseline.relative_to(ROOT)), "paths": {}}
+    """Each encoder path's metrics on the bundled dataset against the regression baseline,
+    and how close the int8 vectors are to the float32 ones."""
+    reference = _backends(baseline)
+    out: dict[str, Any] = {
+        "baseline": str(baseline.relative_to(ROOT)),
+        "int8_cosine_to_fp32": int8_fidelity(),
+        "paths": {},
+    }
     with tempfile.TemporaryDirectory() as scratch:
         for path, options in QUALITY_PATHS.items():
             run = Path(scratch) / f"{path}.json"
-            command = ["toolsearch", "bench", "--quiet", "--backend", "embedding", *options]
+            command = ["toolsearch", "bench", "--quiet", "--backend", ",".join(QUALITY_BACKENDS)]
             started = time.perf_counter()
-            subprocess.run([*command, "--json-out", str(run)], check=True, capture_output=True)
-            got = _metrics(run)
-            delta = {k: round(got[k] - reference[k], 6) for k in reference}
+            subprocess.run(
+                [*command, *path_options(options), "--json-out", str(run)],
+                check=True,
+                capture_output=True,
+            )
+            got = _backends(run)
             out["paths"][path] = {
                 "seconds": round(time.perf_counter() - started, 1),
-                "max_abs_change": max(abs(v) for v in delta.values()),
-                "change": delta,
+                **{b: _change(got[b], reference[b]) for b in QUALITY_BACKENDS},
             }
     return out
 
@@ -173,7 +242,7 @@ def quality(baseline: Path = ROOT / "benchmarks" / "baseline.json") -> dict[str,
 @pytest.fixture(scope="module")
 def indexed() -> tuple[EmbeddingBackend, list[Tool]]:
     tools = catalogue(10_000)
-    backend, _ = build(tools, default_cache_dir(), None)
+    backend, _, _ = build(tools, default_cache_dir(), None)
     return backend, tools
 
 
@@ -200,17 +269,38 @@ def test_embedding_reindex_one(
 def markdown(runs: list[dict[str, Any]]) -> str:
     """The README's embedding table, one row per measured catalogue size."""
     lines = [
-        "| tools | index s (cold / warm cache) | query p50 / p95 ms | 100-word task p50 / p95 ms "
-        "| peak RSS MB | torch imported |",
-        "|---:|---:|---:|---:|---:|---|",
+        "| tools | weights | export s | index s (cold / warm cache) | query p50 / p95 ms "
+        "| 100-word task p50 / p95 ms | peak RSS MB | torch imported |",
+        "|---:|---|---:|---:|---:|---:|---:|---|",
     ]
     for r in runs:
         lines.append(
-            f"| {r['tools']:,} | {r['index_seconds_first']:g} / {r['index_seconds_warm_cache']:g} "
+            f"| {r['tools']:,} | {r.get('precision', 'fp32')} "
+            f"| {r.get('encoder_ready_seconds', '–')} "
+            f"| {r['index_seconds_first']:g} / {r['index_seconds_warm_cache']:g} "
             f"| {r['query_p50_ms']:g} / {r['query_p95_ms']:g} "
             f"| {r['task_query_p50_ms']:g} / {r['task_query_p95_ms']:g} "
             f"| {r['peak_rss_mb']:,.0f} | {'yes' if r['torch_imported'] else 'no'} |"
         )
+    return "\n".join(lines)
+
+
+def markdown_quality(result: dict[str, Any]) -> str:
+    """The README's encoder-path table: each path's changes against the regression baseline."""
+    lines = [
+        "| encoder path | backend | largest change, any metric | recall@5 | ndcg@10 "
+        "| largest style change (recall@5) | run s |",
+        "|---|---|---:|---:|---:|---|---:|",
+    ]
+    for path, run in result["paths"].items():
+        for backend in QUALITY_BACKENDS:
+            got = run[backend]
+            style, worst = max(got["style_recall@5_change"].items(), key=lambda item: abs(item[1]))
+            lines.append(
+                f"| {path} | {backend} | {got['max_abs_change']:.4f} "
+                f"| {got['change']['recall@5']:+.4f} | {got['change']['ndcg@10']:+.4f} "
+                f"| {worst:+.4f} ({style}) | {run['seconds']:g} |"
+            )
     return "\n".join(lines)
 
 
@@ -221,6 +311,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache-dir", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=None, help="write the results as JSON here")
     parser.add_argument("--quality", action="store_true", help="compare encoder paths' quality")
+    parser.add_argument(
+        "--precision", choices=onnx_encoder.PRECISIONS, default="fp32", help="ONNX weights"
+    )
     parser.add_argument(
         "--batch-tokens",
         type=int,
@@ -235,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         cache_dir = args.cache_dir or fresh_cache_dir()
         try:
-            result = measure(args.tools, cache_dir, args.threads)
+            result = measure(args.tools, cache_dir, args.threads, args.precision)
         finally:
             if args.cache_dir is None:
                 shutil.rmtree(cache_dir, ignore_errors=True)

@@ -168,6 +168,18 @@ REGISTRY: tuple[Result, ...] = (
         },
     ),
     Result(
+        "bench_embedding_10k_int8",
+        "python benchmarks/bench_embedding.py --tools 10000 --precision int8 "
+        "--cache-dir /tmp/emb_cold_int8 --out benchmarks/results/bench_embedding_10k_int8.json",
+        {"bench_embedding_10k_int8": lambda data: _script("bench_embedding").markdown([data])},
+    ),
+    Result(
+        "embedding_quality",
+        "python benchmarks/bench_embedding.py --quality "
+        "--out benchmarks/results/embedding_quality.json",
+        {"embedding_quality": lambda data: _script("bench_embedding").markdown_quality(data)},
+    ),
+    Result(
         "bench_hybrid",
         "python benchmarks/bench_backends.py --sizes 10000,100000 --backends hybrid "
         "--embedding-max 100000 --cold-cache-dir /tmp/hyb_cold "

@@ -8,14 +8,14 @@ model as a tool error.
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
 pytest.importorskip("mcp_types")  # the MCP SDK v2 (toolsearch[mcp])
+
+from mcp_servers import support  # tests/mcp_servers (pytest pythonpath)
 
 from toolsearch.agent.clients import ScriptedClient
 from toolsearch.agent.loop import AgentLoop
@@ -24,13 +24,6 @@ from toolsearch.agent.mode import ModeSettings
 from toolsearch.mcp.config import parse_mcp_config
 from toolsearch.mcp.hub import BlockingMcpHub, McpHub
 from toolsearch.tool import TOOL_SEARCH_NAME
-
-_spec = importlib.util.spec_from_file_location(
-    "mcp_test_support", Path(__file__).parent / "mcp_servers" / "support.py"
-)
-assert _spec is not None and _spec.loader is not None
-support = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(support)
 
 pytestmark = pytest.mark.timeout(90)
 

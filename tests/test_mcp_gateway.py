@@ -3,7 +3,6 @@ talks to the real test servers. Plus the gateway's argument handling in process.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import signal
 import subprocess
@@ -16,17 +15,12 @@ import pytest
 
 pytest.importorskip("mcp_types")  # the MCP SDK v2 (toolsearch[mcp])
 
+from mcp_servers import support  # tests/mcp_servers (pytest pythonpath)
+
 from toolsearch.cli import main
 from toolsearch.mcp.gateway import CALL_TOOL_NAME, SEARCH_TOOL_NAME, Gateway
 from toolsearch.mcp.hub import McpHub
 from toolsearch.tool import Tool
-
-_spec = importlib.util.spec_from_file_location(
-    "mcp_test_support", Path(__file__).parent / "mcp_servers" / "support.py"
-)
-assert _spec is not None and _spec.loader is not None
-support = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(support)
 
 DENIED = "mcp__many__github_delete_issue"
 

@@ -7,8 +7,6 @@ detected, not by timing out.
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -16,16 +14,11 @@ import pytest
 
 pytest.importorskip("mcp_types")  # the MCP SDK v2 (toolsearch[mcp])
 
+from mcp_servers import support  # tests/mcp_servers (pytest pythonpath)
+
 from toolsearch.mcp.config import parse_mcp_config
 from toolsearch.mcp.hub import McpHub
 from toolsearch.mcp.stdio import LineSplitter, Oversized
-
-_spec = importlib.util.spec_from_file_location(
-    "mcp_test_support", Path(__file__).parent / "mcp_servers" / "support.py"
-)
-assert _spec is not None and _spec.loader is not None
-support = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(support)
 
 SLOW_TIMEOUT = 120.0  # never reached: every wait below is much shorter
 

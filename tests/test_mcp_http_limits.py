@@ -4,7 +4,6 @@ pass whole. Over real HTTP, both as SSE streams and as plain JSON bodies."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,16 +15,11 @@ import pytest
 
 pytest.importorskip("mcp_types")  # the MCP SDK v2 (toolsearch[mcp])
 
+from mcp_servers import support  # tests/mcp_servers (pytest pythonpath)
+
 from toolsearch.mcp.config import parse_mcp_config
 from toolsearch.mcp.http_limits import too_large_detail
 from toolsearch.mcp.hub import McpHub
-
-_spec = importlib.util.spec_from_file_location(
-    "mcp_test_support", Path(__file__).parent / "mcp_servers" / "support.py"
-)
-assert _spec is not None and _spec.loader is not None
-support = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(support)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(90)]
 MIB = 1024 * 1024

@@ -6,7 +6,6 @@ here mocks the protocol. Every wait is bounded so a broken server cannot hang th
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -19,17 +18,12 @@ import pytest
 
 pytest.importorskip("mcp_types")  # the MCP SDK v2 (toolsearch[mcp])
 
+from mcp_servers import support  # tests/mcp_servers (pytest pythonpath)
+
 from toolsearch.backends.keyword import KeywordBackend
 from toolsearch.mcp.config import parse_mcp_config
 from toolsearch.mcp.hub import BlockingMcpHub, McpHub, ToolChange
 from toolsearch.tool import Tool, is_deferred
-
-_spec = importlib.util.spec_from_file_location(
-    "mcp_test_support", Path(__file__).parent / "mcp_servers" / "support.py"
-)
-assert _spec is not None and _spec.loader is not None
-support = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(support)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(90)]
 

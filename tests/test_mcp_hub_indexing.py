@@ -8,10 +8,8 @@ not a timing guess.
 
 from __future__ import annotations
 
-import importlib.util
 import threading
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -20,19 +18,14 @@ import pytest
 
 pytest.importorskip("mcp_types")  # the MCP SDK v2 (toolsearch[mcp])
 
+from mcp_servers import support  # tests/mcp_servers (pytest pythonpath)
+
 import toolsearch.config
 import toolsearch.mcp.hub
 from toolsearch.backends.keyword import KeywordBackend
 from toolsearch.mcp.config import parse_mcp_config
 from toolsearch.mcp.hub import McpHub
 from toolsearch.tool import Tool
-
-_spec = importlib.util.spec_from_file_location(
-    "mcp_test_support", Path(__file__).parent / "mcp_servers" / "support.py"
-)
-assert _spec is not None and _spec.loader is not None
-support = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(support)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(90)]
 

@@ -4,7 +4,6 @@ client must still find, and what the gateway tells its operator on stderr."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 from pathlib import Path
@@ -15,17 +14,12 @@ import pytest
 
 pytest.importorskip("mcp_types")  # the MCP SDK v2 (toolsearch[mcp])
 
+from mcp_servers import support  # tests/mcp_servers (pytest pythonpath)
+
 from toolsearch.cli import main
 from toolsearch.mcp.config import McpConfigError, parse_mcp_config
 from toolsearch.mcp.gateway import Gateway
 from toolsearch.mcp.hub import McpHub
-
-_spec = importlib.util.spec_from_file_location(
-    "mcp_test_support", Path(__file__).parent / "mcp_servers" / "support.py"
-)
-assert _spec is not None and _spec.loader is not None
-support = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(support)
 
 
 @pytest.fixture

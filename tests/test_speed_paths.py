@@ -195,6 +195,21 @@ def test_onnx_vectors_equal_pytorch_and_a_corrupt_export_is_rebuilt(
     assert "unusable" in caplog.text and "exporting it again" in caplog.text
 
 
+@pytest.mark.slow  # exports the shipped model with torch, then quantises it
+def test_int8_export_has_its_own_names_and_stays_close_to_float32(tmp_path: Path) -> None:
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("sentence_transformers")
+    from toolsearch.backends.embedding_cache import normalise
+
+    texts = ["send a slack message", "create a github issue with labels", "read a file"]
+    fp32 = default_encoder(onnx_dir=tmp_path, runtime="onnx")
+    int8 = default_encoder(onnx_dir=tmp_path, runtime="onnx", precision="int8")
+    assert int8.name.startswith("onnx-int8-channel:") and int8.name != fp32.name
+    cosines = (normalise(int8.encode(texts)) * normalise(fp32.encode(texts))).sum(axis=1)
+    assert next(tmp_path.glob("*-int8-channel.onnx")).stat().st_size < 40_000_000
+    assert cosines.min() > 0.97 and cosines.max() < 1 - 1e-6  # quantised, and close
+
+
 @pytest.mark.slow  # exports the shipped model once
 def test_a_default_search_never_imports_torch(tmp_path: Path) -> None:
     pytest.importorskip("onnxruntime")

@@ -1,7 +1,8 @@
 """Helpers the MCP tests share: config entries that start the test servers with this Python.
 
-Loaded by the tests with ``importlib`` (the test suite runs in importlib mode, so ``tests`` is
-not a package).
+Imported as ``mcp_servers.support``: pytest puts ``tests`` on the import path
+(``pythonpath`` in pyproject.toml), since the suite runs in importlib mode and ``tests`` is not
+a package.
 """
 
 from __future__ import annotations
