@@ -205,14 +205,14 @@ class PostgresBackend(BaseBackend):
     ``statement_timeout`` and ``connect_timeout`` (seconds), ``connect_options`` (libpq
     keywords, e.g. TLS files). Storage: ``schema`` (default ``toolsearch``), ``namespace`` (one
     catalogue; default ``default``). Lexical ranking: ``rank_function``, ``rank_normalization``,
-    ``rank_weights``. Dense ranking: ``hnsw_min_rows``, ``hnsw_m``, ``hnsw_ef_construction``,
-    ``ef_search``. Fusion: ``fusion`` (``"convex"``, the default hybrid's, or ``"rrf"``);
-    ``min_similarity`` (no tool fits below this best cosine; the hybrid's for the shipped model,
-    ``None`` for none); ``multistep`` (search the steps of a long request too, merged as the
-    hybrid merges them, :mod:`toolsearch.multistep`). The encoder options of the
-    ``embedding`` backend (``model``, ``encoder`` — an
-    :class:`~toolsearch.backends.embedding.Encoder` or ``"hashing"`` —, ``fields``,
-    ``cache_dir``, ``batch_size``, ``device``, ``threads``, ``progress``).
+    ``rank_weights``, ``stopwords`` (function words left out of the query). Dense ranking:
+    ``hnsw_min_rows``, ``hnsw_m``, ``hnsw_ef_construction``, ``ef_search``. Fusion: ``fusion``
+    (``"convex"``, the default hybrid's, or ``"rrf"``); ``min_similarity`` (no tool fits below
+    this best cosine; the hybrid's for the shipped model, ``None`` for none); ``multistep``
+    (search the steps of a long request too, merged as the hybrid merges them,
+    :mod:`toolsearch.multistep`). The encoder options of the ``embedding`` backend (``model``,
+    ``encoder`` — an :class:`~toolsearch.backends.embedding.Encoder` or ``"hashing"`` —,
+    ``fields``, ``cache_dir``, ``batch_size``, ``device``, ``threads``, ``progress``).
     Details: docs/postgres.md.
     """
 
@@ -245,6 +245,7 @@ class PostgresBackend(BaseBackend):
         rank_function: str = "ts_rank",
         rank_normalization: int = 1,
         rank_weights: Sequence[float] = RANK_WEIGHTS,
+        stopwords: bool = True,
         hnsw_min_rows: int = DEFAULT_HNSW_MIN_ROWS,
         hnsw_m: int = 16,
         hnsw_ef_construction: int = 64,
@@ -269,6 +270,9 @@ class PostgresBackend(BaseBackend):
         self.rank_function, self.rank_normalization, self.rank_weights = _check_rank(
             rank_function, rank_normalization, rank_weights
         )
+        if not isinstance(stopwords, bool):
+            raise ConfigError(f"postgres option stopwords must be true or false, got {stopwords!r}")
+        self.stopwords = stopwords
         self.hnsw_min_rows = _count_option("hnsw_min_rows", hnsw_min_rows, minimum=1)
         self.hnsw_m = _count_option("hnsw_m", hnsw_m, minimum=2)
         self.hnsw_ef_construction = _count_option("hnsw_ef_construction", hnsw_ef_construction, 4)
@@ -699,7 +703,7 @@ class PostgresBackend(BaseBackend):
         """The fused ranking of ``query`` with its best cosine as confidence, and whether that
         cosine is below ``min_similarity`` (no tool fits: the ranking is then empty; never
         for a step, ``abstain=False``)."""
-        tsquery = query_literal(query)
+        tsquery = query_literal(query, stopwords=self.stopwords)
         vector = self._vectors.query(query.text)
         dense_wanted = bool(vector.any())
 
@@ -843,6 +847,7 @@ class PostgresBackend(BaseBackend):
             "rank_function": self.rank_function,
             "rank_normalization": self.rank_normalization,
             "rank_weights": list(self.rank_weights),
+            "stopwords": self.stopwords,
             "hnsw_min_rows": self.hnsw_min_rows,
             "ef_search": self.ef_search,
             "fusion": self._fusion_params(),

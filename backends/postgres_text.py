@@ -8,7 +8,10 @@ fixed (see :data:`FIELD_LABELS`): name parts ``A``, search hint ``B``, descripti
 ``C``, parameter names ``D``; how much each label counts is a ranking parameter
 (:data:`RANK_WEIGHTS`), not part of the stored value, so it can change without rewriting rows.
 
-A query is the OR of its tokens, each a quoted lexeme. Tokens contain only letters, digits and
+A query is the OR of its tokens, each a quoted lexeme, without the function words of
+:data:`toolsearch.stemming.STOPWORDS` (unless it has nothing else): ``ts_rank`` has no inverse
+document frequency, so "the" and "of" would count as much as "circle" and make nearly every
+tool a row to rank (docs/postgres.md, "Ranking"). Tokens contain only letters, digits and
 combining marks, so nothing typed by a user can become an operator (``&``, ``|``, ``!``,
 ``<->``, ``:*``, parentheses) or a weight label; quotes and backslashes are still doubled, so
 the literal stays valid whatever a future tokeniser lets through. The literal is passed as a
@@ -24,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from toolsearch.query import ParsedQuery
+from toolsearch.stemming import STOPWORDS
 from toolsearch.tokenize import ToolFields, query_tokens
 
 __all__ = [
@@ -90,10 +94,14 @@ def document_literal(fields: ToolFields) -> str:
     return " ".join(f"{_quoted(token)}:{','.join(marks)}" for token, marks in positions.items())
 
 
-def query_literal(query: ParsedQuery) -> str:
+def query_literal(query: ParsedQuery, *, stopwords: bool = True) -> str:
     """The ``tsquery`` literal of ``query``: its distinct tokens, each quoted, joined by ``|``
-    (empty when it has no token PostgreSQL could match)."""
-    return tsquery_of(query_tokens(query))
+    (empty when it has no token PostgreSQL could match); with ``stopwords``, function words
+    are left out unless the query has no other token."""
+    tokens = query_tokens(query)
+    if stopwords:
+        tokens = [t for t in tokens if t not in STOPWORDS] or tokens
+    return tsquery_of(tokens)
 
 
 def tsquery_of(tokens: Sequence[str]) -> str:

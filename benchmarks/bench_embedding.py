@@ -226,8 +226,11 @@ def quality(baseline: Path = ROOT / "benchmarks" / "baseline.json") -> dict[str,
             run = Path(scratch) / f"{path}.json"
             command = ["toolsearch", "bench", "--quiet", "--backend", ",".join(QUALITY_BACKENDS)]
             started = time.perf_counter()
+            # Each path gets its own empty vector cache: fp32 and PyTorch share a cache name,
+            # so a shared cache would serve one path's vectors to the other.
+            fresh = {**options, "cache_dir": str(Path(scratch) / f"{path}-cache")}
             subprocess.run(
-                [*command, *path_options(options), "--json-out", str(run)],
+                [*command, *path_options(fresh), "--json-out", str(run)],
                 check=True,
                 capture_output=True,
             )
@@ -276,7 +279,7 @@ def markdown(runs: list[dict[str, Any]]) -> str:
     for r in runs:
         lines.append(
             f"| {r['tools']:,} | {r.get('precision', 'fp32')} "
-            f"| {r.get('encoder_ready_seconds', '–')} "
+            f"| {r.get('encoder_ready_seconds', '-')} "
             f"| {r['index_seconds_first']:g} / {r['index_seconds_warm_cache']:g} "
             f"| {r['query_p50_ms']:g} / {r['query_p95_ms']:g} "
             f"| {r['task_query_p50_ms']:g} / {r['task_query_p95_ms']:g} "

@@ -46,6 +46,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import product
 from pathlib import Path
 from typing import Any
 
@@ -560,36 +561,34 @@ def tune_ranking(url: str) -> list[dict[str, Any]]:
     backend = PostgresBackend(url=url, namespace="tune-ranking", encoder="hashing")
     backend.index(list(data.tools))
     weights = {"project": (1 / 3, 1 / 3, 2 / 3, 1.0), "postgres": (0.1, 0.2, 0.4, 1.0)}
-    for function in ("ts_rank", "ts_rank_cd"):
-        for normalization in (0, 1, 2, 8, 16):
-            for label, chosen in weights.items():
-                backend.rank_function = function
-                backend.rank_normalization = normalization
-                backend.rank_weights = chosen
-                ndcg, recall = [], []
-                for query in queries:
-                    literal = query_literal(parse_query(query.text))
-                    ranked = (
-                        backend._retrying(
-                            "tuning", lambda c, lit=literal: backend._lexical(c, lit, 10)
-                        )
-                        if literal
-                        else []
-                    )
-                    names = [name for name, _, _ in ranked]
-                    ndcg.append(_ndcg(names, data.qrels[query.id], 10))
-                    wanted = set(data.qrels[query.id])
-                    recall.append(len(wanted & set(names[:5])) / len(wanted))
-                rows.append(
-                    {
-                        "function": function,
-                        "normalization": normalization,
-                        "weights": label,
-                        "ndcg@10": round(sum(ndcg) / len(ndcg), 4),
-                        "recall@5": round(sum(recall) / len(recall), 4),
-                    }
-                )
-                print(json.dumps(rows[-1]), file=sys.stderr)
+    grid = product((True, False), ("ts_rank", "ts_rank_cd"), (0, 1, 2, 8, 16), weights.items())
+    for stopwords, function, normalization, (label, chosen) in grid:
+        backend.rank_function = function
+        backend.rank_normalization = normalization
+        backend.rank_weights = chosen
+        ndcg, recall = [], []
+        for query in queries:
+            literal = query_literal(parse_query(query.text), stopwords=stopwords)
+            ranked = (
+                backend._retrying("tuning", lambda c, lit=literal: backend._lexical(c, lit, 10))
+                if literal
+                else []
+            )
+            names = [name for name, _, _ in ranked]
+            ndcg.append(_ndcg(names, data.qrels[query.id], 10))
+            wanted = set(data.qrels[query.id])
+            recall.append(len(wanted & set(names[:5])) / len(wanted))
+        rows.append(
+            {
+                "stopwords": stopwords,
+                "function": function,
+                "normalization": normalization,
+                "weights": label,
+                "ndcg@10": round(sum(ndcg) / len(ndcg), 4),
+                "recall@5": round(sum(recall) / len(recall), 4),
+            }
+        )
+        print(json.dumps(rows[-1]), file=sys.stderr)
     backend.drop()
     backend.close()
     return rows
@@ -709,11 +708,14 @@ def main() -> int:
     if not (1 <= args.replicas <= 16 and 1 <= args.clients <= 64 and 0 < args.duration <= 600):
         parser.error("bounded runs only: 1-16 replicas, 1-64 clients, duration 0-600 s")
     results: dict[str, Any] = json.loads(args.out.read_text()) if args.out.exists() else {}
+    command = "python benchmarks/bench_postgres.py " + " ".join(sys.argv[1:])
     with database(args.url) as db:
         if "ranking" in args.only:
             results["ranking"] = tune_ranking(db.url)
+            results["ranking_command"] = command
         if "scan" in args.only:
             results["scan"] = scan_sizes(db.url, [int(s) for s in args.scan_sizes.split(",")])
+            results["scan_command"] = command
         if "load" in args.only:
             with tempfile.TemporaryDirectory(prefix="toolsearch-bench-") as workdir:
                 setup = LoadSetup(
@@ -731,7 +733,7 @@ def main() -> int:
                     "clients": args.clients,
                     "duration": args.duration,
                     "encoder": args.encoder,
-                    "command": "python benchmarks/bench_postgres.py " + " ".join(sys.argv[1:]),
+                    "command": command,
                 }
                 results["load"] = run_load(setup)
     args.out.parent.mkdir(parents=True, exist_ok=True)

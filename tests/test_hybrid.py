@@ -321,7 +321,7 @@ def test_min_member_score_abstains_when_no_member_is_sure() -> None:
 
 
 def test_default_abstention_only_for_the_default_embedding_model() -> None:
-    from toolsearch.backends.hybrid import DEFAULT_MIN_SIMILARITY
+    from toolsearch.backends.hybrid import DEFAULT_MIN_SIMILARITY, _default_min_scores
 
     assert HybridBackend(members=["embedding", "keyword"]).min_member_score == {
         "embedding": DEFAULT_MIN_SIMILARITY
@@ -329,6 +329,15 @@ def test_default_abstention_only_for_the_default_embedding_model() -> None:
     assert _hybrid().min_member_score == {}  # a configured embedding model is not calibrated
     assert HybridBackend(members=["keyword"]).min_member_score == {}
     assert HybridBackend(members=["embedding"], min_member_score={}).min_member_score == {}
+    # Options that only say how the default model runs keep the calibrated threshold ...
+    runs = {"embedding": {"precision": "int8", "threads": 1, "cache_dir": False}}
+    assert HybridBackend(members=["embedding"], member_options=runs).min_member_score == {
+        "embedding": DEFAULT_MIN_SIMILARITY
+    }
+    # ... options that change the vectors do not.
+    for changed in ({"model": "other"}, {"fields": ["name"]}, {"query_adapter": "a.npz"}):
+        options = {"embedding": {**runs["embedding"], **changed}}
+        assert _default_min_scores({"embedding": 1.0}, options) == {}
 
 
 def test_the_default_puts_the_tool_the_query_names_first() -> None:

@@ -117,6 +117,17 @@ def test_document_weights_fields_a_to_d() -> None:
     assert "'repo':" in document and document.split("'repo':")[1].split()[0].endswith("D")
 
 
+def test_function_words_are_left_out_of_the_query_unless_nothing_else_is_left() -> None:
+    assert query_literal(parse_query("calculate the area of a circle")) == (
+        "'calculate' | 'area' | 'circle'"
+    )
+    assert query_literal(parse_query("what is it")) == "'what' | 'is' | 'it'"
+    kept = query_literal(parse_query("area of a circle"), stopwords=False)
+    assert kept == "'area' | 'of' | 'a' | 'circle'"
+    with pytest.raises(ConfigError, match="stopwords"):
+        PostgresBackend(url="postgresql://nowhere.invalid/db", stopwords="yes")  # type: ignore[arg-type]
+
+
 def test_rrf_fusion_is_weighted_rrf_of_the_dense_and_the_text_ranking() -> None:
     lexical = [Hit("a", 3.0), Hit("b", 2.0), Hit("c", 1.0)]
     dense = [Hit("c", 0.9), Hit("a", 0.8), Hit("d", 0.7)]
