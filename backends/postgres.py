@@ -245,7 +245,7 @@ class PostgresBackend(BaseBackend):
         rank_function: str = "ts_rank",
         rank_normalization: int = 1,
         rank_weights: Sequence[float] = RANK_WEIGHTS,
-        stopwords: bool = True,
+        stopwords: bool = False,
         hnsw_min_rows: int = DEFAULT_HNSW_MIN_ROWS,
         hnsw_m: int = 16,
         hnsw_ef_construction: int = 64,

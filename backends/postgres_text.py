@@ -8,10 +8,9 @@ fixed (see :data:`FIELD_LABELS`): name parts ``A``, search hint ``B``, descripti
 ``C``, parameter names ``D``; how much each label counts is a ranking parameter
 (:data:`RANK_WEIGHTS`), not part of the stored value, so it can change without rewriting rows.
 
-A query is the OR of its tokens, each a quoted lexeme, without the function words of
-:data:`toolsearch.stemming.STOPWORDS` (unless it has nothing else): ``ts_rank`` has no inverse
-document frequency, so "the" and "of" would count as much as "circle" and make nearly every
-tool a row to rank (docs/postgres.md, "Ranking"). Tokens contain only letters, digits and
+A query is the OR of its tokens, each a quoted lexeme; optionally without the function words
+of :data:`toolsearch.stemming.STOPWORDS` (unless it has nothing else), which makes far fewer
+tools rows to rank (docs/postgres.md, "How it ranks"). Tokens contain only letters, digits and
 combining marks, so nothing typed by a user can become an operator (``&``, ``|``, ``!``,
 ``<->``, ``:*``, parentheses) or a weight label; quotes and backslashes are still doubled, so
 the literal stays valid whatever a future tokeniser lets through. The literal is passed as a
@@ -94,7 +93,7 @@ def document_literal(fields: ToolFields) -> str:
     return " ".join(f"{_quoted(token)}:{','.join(marks)}" for token, marks in positions.items())
 
 
-def query_literal(query: ParsedQuery, *, stopwords: bool = True) -> str:
+def query_literal(query: ParsedQuery, *, stopwords: bool = False) -> str:
     """The ``tsquery`` literal of ``query``: its distinct tokens, each quoted, joined by ``|``
     (empty when it has no token PostgreSQL could match); with ``stopwords``, function words
     are left out unless the query has no other token."""

@@ -115,6 +115,11 @@ REGISTRY: tuple[Result, ...] = (
         {"learned_fusion": script_table("learned_fusion")},
     ),
     Result(
+        "fine_tune",
+        "python benchmarks/fine_tune.py --out benchmarks/results/fine_tune.json",
+        {"fine_tune": script_table("fine_tune")},
+    ),
+    Result(
         "query_adapter",
         "python benchmarks/query_adapter.py --out benchmarks/results/query_adapter.json",
         {"query_adapter": script_table("query_adapter")},

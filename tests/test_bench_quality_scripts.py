@@ -105,3 +105,23 @@ def test_member_run_key_follows_the_backends_settings() -> None:
     on, off = HybridBackend(multistep=True), HybridBackend(multistep=False)
     assert spec.key(on) != spec.key(off)  # a changed default is never served an old ranking
     assert spec.key(on) == spec.key(HybridBackend(multistep=True))
+
+
+def test_fine_tune_batches_never_hold_a_tool_twice_and_keep_every_pair() -> None:
+    fine_tune = _script("fine_tune")
+    pairs = [(f"request {i}", f"text {i % 5}", f"tool{i % 5}") for i in range(40)]
+    batches = fine_tune.batches(pairs, 4)
+    assert sorted(p for b in batches for p in b) == sorted(pairs)
+    assert all(len(b) <= 4 and len({p[2] for p in b}) == len(b) for b in batches)
+    assert sum(len(b) == 4 for b in batches) == 10  # five tools fill batches of four exactly
+
+
+def test_fine_tune_table_has_each_fold_left_out_once() -> None:
+    fine_tune = _script("fine_tune")
+    data = json.loads((RESULTS / "fine_tune.json").read_text())
+    table = fine_tune.markdown(data)
+    rows = [
+        line for line in table.splitlines() if "| left out |" in line or "| in-domain |" in line
+    ]
+    assert len(rows) == 3 * len(data["folds"])
+    assert sum("| left out |" in row for row in rows) == len(data["folds"])
