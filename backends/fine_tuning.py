@@ -1,0 +1,154 @@
+"""Fine-tuning a sentence-transformers model on labelled tool requests (docs/retrieval.md).
+
+``toolsearch train --full`` and ``benchmarks/fine_tune.py`` train the same way: each request
+is paired with the embedded text of each of its gold tools, and the model learns to put a
+request nearer its gold tool's text than every other tool text of its batch (in-batch
+negatives: sentence-transformers' MultipleNegativesRankingLoss, written out here so training
+needs only PyTorch). No tool appears twice in a batch, since a second copy of the gold tool
+would count as a wrong answer. The settings (:class:`Recipe`) are the field's usual ones, fixed
+before measuring: measured leave-one-dataset-out, the trained model also ranks catalogues it
+never saw better than the shipped one (README table "fine_tune").
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from toolsearch.dataset import Dataset, Query
+from toolsearch.errors import ConfigError, MissingExtraError
+from toolsearch.tool import Tool
+
+from .tool_text import tool_text
+
+__all__ = ["Pair", "Recipe", "batches", "fine_tune", "load_trainable", "training_pairs"]
+
+#: ``(request, gold tool text, gold tool name)``.
+Pair = tuple[str, str, str]
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How a model is trained: batch size, AdamW learning rate, share of linear warm-up (then
+    linear decay to zero), passes over the pairs, word pieces kept per text, seed, CPU threads
+    and the similarity scale of the loss."""
+
+    batch: int = 32
+    learning_rate: float = 2e-5
+    warmup: float = 0.1
+    epochs: int = 1
+    max_seq_length: int = 128
+    seed: int = 42
+    threads: int = 2
+    scale: float = 20.0
+
+    def describe(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def training_pairs(
+    labelled: Iterable[tuple[Dataset, Sequence[Query]]],
+    fields: Sequence[str],
+    max_words: int | None,
+) -> list[Pair]:
+    """A pair for every positively graded gold tool of every labelled query, the tool's text
+    being what the embedding backend embeds (``fields``, ``max_words``)."""
+    pairs: list[Pair] = []
+    for dataset, queries in labelled:
+        tools: dict[str, Tool] = {tool.name: tool for tool in dataset.tools}
+        texts: dict[str, str] = {}
+        for query in queries:
+            for name, grade in dataset.qrels.get(query.id, {}).items():
+                if grade > 0 and name in tools:
+                    if name not in texts:
+                        texts[name] = tool_text(tools[name], fields, max_words)
+                    pairs.append((query.text, texts[name], name))
+    return pairs
+
+
+def batches(pairs: Sequence[Pair], size: int) -> list[list[Pair]]:
+    """The pairs in batches of at most ``size``, each pair in the first batch that has room and
+    does not hold its tool yet."""
+    out: list[list[Pair]] = []
+    tools: list[set[str]] = []
+    for pair in pairs:
+        for batch, names in zip(out, tools, strict=True):
+            if len(batch) < size and pair[2] not in names:
+                batch.append(pair)
+                names.add(pair[2])
+                break
+        else:
+            out.append([pair])
+            tools.append({pair[2]})
+    return out
+
+
+def load_trainable(model_path: Path, recipe: Recipe) -> Any:
+    """The sentence-transformers model at ``model_path``, seeded and threaded for training."""
+    try:
+        import torch
+        from sentence_transformers import SentenceTransformer
+    except ImportError as exc:
+        raise MissingExtraError("fine-tuning", "embedding", [exc.name or "torch"]) from exc
+    torch.manual_seed(recipe.seed)
+    torch.set_num_threads(recipe.threads)
+    return SentenceTransformer(str(model_path), device="cpu", local_files_only=True)
+
+
+def _schedule(steps: int, warmup: float) -> Any:
+    ramp = max(1, round(warmup * steps))
+
+    def factor(step: int) -> float:
+        if step < ramp:
+            return (step + 1) / ramp
+        return max(0.0, (steps - step) / max(1, steps - ramp))
+
+    return factor
+
+
+def fine_tune(model: Any, pairs: Sequence[Pair], recipe: Recipe = Recipe()) -> dict[str, Any]:
+    """Train ``model`` in place on ``pairs`` (shuffled with the recipe's seed); what was done."""
+    import torch
+
+    if not pairs:
+        raise ConfigError("fine-tuning needs labelled queries with gold tools; none were given")
+    order = list(pairs)
+    plan: list[list[Pair]] = []
+    for epoch in range(recipe.epochs):
+        random.Random(recipe.seed + epoch).shuffle(order)
+        plan += batches(order, recipe.batch)
+    optimiser = torch.optim.AdamW(model.parameters(), lr=recipe.learning_rate)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimiser, _schedule(len(plan), recipe.warmup))
+    model.max_seq_length = recipe.max_seq_length
+    model.train()
+    started, losses = time.perf_counter(), []
+    for batch in plan:
+        loss = _batch_loss(torch, model, batch, recipe.scale)
+        optimiser.zero_grad()
+        loss.backward()
+        optimiser.step()
+        schedule.step()
+        losses.append(float(loss.detach()))
+    model.eval()
+    head, tail = losses[:10], losses[-10:]
+    return {
+        "pairs": len(pairs),
+        "steps": len(plan),
+        "seconds": round(time.perf_counter() - started, 1),
+        "first_loss": round(sum(head) / len(head), 4),
+        "last_loss": round(sum(tail) / len(tail), 4),
+        "recipe": recipe.describe(),
+    }
+
+
+def _batch_loss(torch: Any, model: Any, batch: Sequence[Pair], scale: float) -> Any:
+    """Cross-entropy of each request over its batch's tool texts (cosine x ``scale``)."""
+    functional = torch.nn.functional
+    requests = model(model.preprocess([p[0] for p in batch]))["sentence_embedding"]
+    tools = model(model.preprocess([p[1] for p in batch]))["sentence_embedding"]
+    similarity = functional.normalize(requests, dim=-1) @ functional.normalize(tools, dim=-1).T
+    return functional.cross_entropy(scale * similarity, torch.arange(len(batch)))
