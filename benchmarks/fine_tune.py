@@ -108,7 +108,7 @@ def measure(limit: int = LIMIT) -> dict[str, Any]:
     return {
         "benchmark": "fine_tune",
         "model": MODEL,
-        "recipe": RECIPE,
+        "recipe": RECIPE.describe(),
         "limit": limit,
         "folds": folds,
     }

@@ -30,7 +30,7 @@ _DESCRIPTION = (
 def register(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "train",
-        help="train a query adapter on a catalogue's labelled queries",
+        help="train a query adapter (or, with --full, the model) on labelled queries",
         description=_DESCRIPTION,
     )
     parser.add_argument(
