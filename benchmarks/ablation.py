@@ -42,8 +42,10 @@ from member_runs import (
     load_sample,
     member_hits,
 )
+from tuned_models import LIMIT, fold_model
 
 from toolsearch.backend import Hit
+from toolsearch.backends.encoders import DEFAULT_MODEL, TUNED_MODEL
 from toolsearch.backends.hybrid import DEFAULT_EXACT_NAME_BONUS as EXACT_NAME_BONUS
 from toolsearch.bench.metrics import parse_metrics, per_query_scores
 from toolsearch.bench.significance import compare_backends
@@ -72,7 +74,7 @@ EXACT_TIER = 1.0
 LEXICAL_SHARES = {"bm25_stem": 4 / 7, "fts5": 3 / 7}
 #: The highest recall@5 the abstention threshold may cost on any dev set.
 ABSTAIN_MAX_COST = 0.01
-ABSTAIN_GRID = tuple(round(0.10 + 0.01 * i, 2) for i in range(26))
+ABSTAIN_GRID = tuple(round(0.10 + 0.01 * i, 2) for i in range(51))
 #: The default's row of the ablation, and its fusion with one search per request.
 DEFAULT_VARIANT = "+ multi-step (default)"
 ONE_SEARCH_VARIANT = "+ exact-name bonus"
@@ -160,14 +162,25 @@ def task_groups(sample: Sample) -> dict[str, list[set[str]]]:
     return {qid: list(by_group.values()) for qid, by_group in groups.items()}
 
 
+def members_for(name: str, split: str, limit: int | None) -> dict[str, MemberSpec]:
+    """The members run on ``name``'s ``split``. On dev, the fine-tuned default model is
+    replaced by its fold model, trained without ``name`` (``tuned_models.py``): choices are made
+    on scores of a model that never saw those queries, as on a user's catalogue."""
+    if split != "dev" or DEFAULT_MODEL != TUNED_MODEL:
+        return dict(MEMBERS)
+    fold = str(fold_model(name, limit or LIMIT))
+    return dict(MEMBERS) | {"embedding": MemberSpec("embedding", "embedding", {"model": fold})}
+
+
 def load_data(name: str, split: str, limit: int | None, cache: Path) -> Data:
     sample = load_sample(name, split, limit)
-    hits = {m: member_hits(sample, spec, limit=limit, cache=cache) for m, spec in MEMBERS.items()}
+    members = members_for(name, split, limit)
+    hits = {m: member_hits(sample, spec, limit=limit, cache=cache) for m, spec in members.items()}
     steps = {q.id: split_steps(q.text) for q in sample.queries}
     texts = {f"{qid}#{i}": t for qid, st in steps.items() if len(st) > 1 for i, t in enumerate(st)}
     step_hits = {
         m: member_hits(sample, spec, limit=limit, cache=cache, texts=texts)
-        for m, spec in MEMBERS.items()
+        for m, spec in members.items()
         if m in ("embedding", "bm25_stem", "fts5")
     }
     names = {tool.name: name_words(tool) for tool in sample.dataset.tools}

@@ -13,7 +13,8 @@ benchmarks):
 * ``LODO``: an adapter trained on the two other datasets' dev splits (what a catalogue the
   adapter has never seen gets).
 
-Each runs through the ``embedding`` backend and through ``hybrid`` with the adapter on its
+The model is the bundled all-MiniLM-L6-v2 as published (``BASE_MODEL``, not the fine-tuned
+default). Each runs through the ``embedding`` backend and through ``hybrid`` with the adapter on its
 embedding member (abstention off in both hybrid runs, as it is for any hybrid given member
 options: the adapter moves the similarities the threshold was calibrated on). Metrics:
 recall@5, hit@1, ndcg@10 over the labelled queries (ranx), and ranx's paired t-test of each
@@ -39,6 +40,7 @@ from member_runs import DATASETS, DEPTH, MemberSpec, Sample, default_runs_dir, l
 from member_runs import member_hits as cached_member_hits
 
 from toolsearch.backends.embedding import EmbeddingBackend, default_cache_dir
+from toolsearch.backends.encoders import BASE_MODEL
 from toolsearch.backends.hybrid import DEFAULT_MEMBER_OPTIONS
 from toolsearch.backends.query_adapter import TrainingSettings, train_on_datasets
 from toolsearch.bench.metrics import parse_metrics, per_query_scores
@@ -57,7 +59,7 @@ def log(message: str) -> None:
 
 def train(names: list[str], samples: Mapping[str, Sample], work: Path, seed: int) -> Path:
     """An adapter trained on the dev samples of ``names``, saved under its content hash."""
-    backend = EmbeddingBackend(progress=None)
+    backend = EmbeddingBackend(model=BASE_MODEL, progress=None)
     labelled = [(samples[name].dataset, samples[name].queries) for name in names]
     started = time.perf_counter()
     adapter = train_on_datasets(backend, labelled, TrainingSettings(seed=seed))
@@ -70,7 +72,9 @@ def train(names: list[str], samples: Mapping[str, Sample], work: Path, seed: int
 
 def spec(backend: str, adapter: Path | None) -> MemberSpec:
     """The backend to run, with ``adapter`` on its embedding (member)."""
-    extra = {"query_adapter": str(adapter)} if adapter is not None else {}
+    extra: dict[str, Any] = {"model": BASE_MODEL}
+    if adapter is not None:
+        extra["query_adapter"] = str(adapter)
     if backend == "embedding":
         return MemberSpec("embedding", "embedding", extra)
     members = {m: dict(o) for m, o in DEFAULT_MEMBER_OPTIONS.items()} | {"embedding": extra}

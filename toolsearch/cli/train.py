@@ -107,10 +107,14 @@ def _fine_tune(
     args: argparse.Namespace, out: Path, backend: Any, labelled: list[Any], model_ref: str
 ) -> int:
     """``--full``: fine-tune the backend's model on the labelled queries and save it to ``out``."""
-    import json
-
     from toolsearch.backends.encoders import DEFAULT_MODEL, resolve_model_path
-    from toolsearch.backends.fine_tuning import Recipe, fine_tune, load_trainable, training_pairs
+    from toolsearch.backends.fine_tuning import (
+        Recipe,
+        fine_tune,
+        load_trainable,
+        save_model,
+        training_pairs,
+    )
 
     model_ref = model_ref or DEFAULT_MODEL
     path = resolve_model_path(model_ref)
@@ -122,10 +126,8 @@ def _fine_tune(
     recipe = Recipe(seed=args.seed, epochs=args.epochs or 1)
     model = load_trainable(path, recipe)
     info = fine_tune(model, training_pairs(labelled, backend.fields, backend.max_words), recipe)
-    model.save(str(out))
     record = {"base_model": model_ref, "datasets": [d.name for d, _ in labelled]}
-    record |= {"split": args.split, **info}
-    (out / "toolsearch-training.json").write_text(json.dumps(record, indent=2) + "\n")
+    save_model(model, out, record | {"split": args.split, **info})
     print(
         f"fine-tuned {model_ref} on {info['pairs']} request/tool pairs of "
         f"{', '.join(repr(d.name) for d, _ in labelled)} ({args.split}) in {info['seconds']} s, "

@@ -1,0 +1,130 @@
+"""The fine-tuned models of the benchmark datasets: the shipped default and its LODO folds.
+
+    python benchmarks/tuned_models.py        # rebuilds toolsearch/models/toolsearch-minilm-l6
+
+The shipped model (:data:`SHIPPED`) is the bundled all-MiniLM-L6-v2 (:data:`BASE_MODEL`)
+trained with :class:`toolsearch.backends.fine_tuning.Recipe` on the **dev** samples of the
+three datasets of :data:`member_runs.DATASETS` (at most :data:`LIMIT` queries each, the samples
+every quality benchmark uses); the command above rebuilds it from the same data and seed.
+A fold model is the same training without one dataset. Fold models stand in for the shipped
+one wherever a score must come from a model that never saw the queries: the leave-one-dataset-
+out table (``fine_tune.py``) and the dev splits on which the ablation chooses the default's
+settings (``ablation.py``; ``docs/retrieval.md``). They are cached under
+``$TOOLSEARCH_CACHE_DIR/fine_tuned``, keyed by the recipe, the base model and the training
+samples. Needs the ``embedding`` extra (PyTorch) and the public datasets (``../shared/datasets``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from member_runs import DATASETS, load_sample
+
+from toolsearch.backends.embedding import DEFAULT_FIELDS, DEFAULT_MAX_WORDS, default_cache_dir
+from toolsearch.backends.encoders import BASE_MODEL, SHIPPED_MODEL_PATH, model_fingerprint
+from toolsearch.backends.encoders import resolve_model_path as _resolve
+from toolsearch.backends.fine_tuning import (
+    Recipe,
+    fine_tune,
+    load_trainable,
+    save_model,
+    training_pairs,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+#: Where the shipped model lives (inside the package).
+SHIPPED = SHIPPED_MODEL_PATH
+#: The training recipe: the library's defaults, fixed before measuring.
+RECIPE = Recipe()
+#: Dev queries per dataset, as in every quality benchmark.
+LIMIT = 1000
+#: Texts on which the stored (float16) model is compared with the trained (float32) one.
+PROBES = (
+    "create a github pull request",
+    "send an email to my manager about tomorrow's meeting",
+    "what will the weather be in Paris on Friday",
+    "list the open issues of a repository and label the stale ones",
+)
+
+
+def base_path() -> Path:
+    path = _resolve(BASE_MODEL)
+    assert path is not None  # the shipped base model always resolves (or raises)
+    return path
+
+
+def _key(datasets: Sequence[str], limit: int) -> str:
+    samples = [load_sample(d, "dev", limit).key(limit) for d in datasets]
+    text = json.dumps([RECIPE.describe(), model_fingerprint(base_path()), list(datasets), samples])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def train(datasets: Sequence[str], out: Path, limit: int = LIMIT) -> dict[str, Any]:
+    """Train the base model on the dev samples of ``datasets`` and save it to ``out``."""
+    samples = [load_sample(d, "dev", limit) for d in datasets]
+    model = load_trainable(base_path(), RECIPE)
+    labelled = [(s.dataset, s.queries) for s in samples]
+    info = fine_tune(model, training_pairs(labelled, DEFAULT_FIELDS, DEFAULT_MAX_WORDS), RECIPE)
+    record = {
+        "base_model": BASE_MODEL,
+        "datasets": list(datasets),
+        "split": "dev",
+        "limit": limit,
+        "samples": {s.dataset.name: s.key(limit) for s in samples},
+        **info,
+    }
+    if out.exists():
+        shutil.rmtree(out)
+    save_model(model, out, record)
+    record["stored_cosine_min"] = _stored_fidelity(model, out)
+    (out / "toolsearch-training.json").write_text(json.dumps(record, indent=2) + "\n")
+    print(f"tuned_models: {out.name}: {info}", file=sys.stderr, flush=True)
+    return record
+
+
+def _stored_fidelity(trained: Any, folder: Path) -> float:
+    """The lowest cosine between the trained model's probe vectors and the stored model's."""
+    stored = load_trainable(folder, RECIPE)
+    encode = {"normalize_embeddings": True, "convert_to_numpy": True}
+    before, after = trained.encode(list(PROBES), **encode), stored.encode(list(PROBES), **encode)
+    return round(float((before * after).sum(axis=1).min()), 6)
+
+
+def fold_model(left_out: str, limit: int = LIMIT) -> Path:
+    """The model trained without ``left_out`` (trained now unless cached)."""
+    others = [d for d in DATASETS if d != left_out]
+    folder = default_cache_dir() / "fine_tuned" / f"without-{left_out}-{_key(others, limit)}"
+    if not (folder / "toolsearch-training.json").is_file():
+        train(others, folder, limit)
+    return folder
+
+
+def main() -> int:
+    record = train(DATASETS, SHIPPED)
+    (SHIPPED / "README.md").write_text(_card(record), encoding="utf-8")
+    print(json.dumps(record, indent=2))
+    return 0
+
+
+def _card(record: dict[str, Any]) -> str:
+    return (
+        "# toolsearch-minilm-l6\n\n"
+        f"all-MiniLM-L6-v2 fine-tuned for tool retrieval on the dev requests of "
+        f"{', '.join(record['datasets'])} ({record['pairs']} request/tool pairs, one pass, "
+        f"seed {record['recipe']['seed']}). The default model of toolsearch's `embedding` "
+        "backend. Weights stored in float16, loaded as float32. Rebuild it with\n"
+        "`python benchmarks/tuned_models.py`; how it was chosen and measured: docs/retrieval.md.\n"
+        "\nLicence: Apache-2.0, as all-MiniLM-L6-v2.\n"
+    )
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
