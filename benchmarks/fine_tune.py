@@ -165,7 +165,7 @@ def markdown(data: dict[str, Any]) -> str:
         "The default hybrid with the fold's model as its embedding member, on the left-out "
         "dataset (test, rankings without abstention):",
         "",
-        "| left out | ndcg@10 base → tuned | recall@5 | hit@1 |",
+        "| dataset left out | ndcg@10 base → tuned | recall@5 | hit@1 |",
         "|---|---:|---:|---:|",
     ]
     for left, fold in data["folds"].items():

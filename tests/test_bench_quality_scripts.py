@@ -126,3 +126,8 @@ def test_fine_tune_table_has_each_fold_left_out_once() -> None:
     ]
     assert len(rows) == 3 * len(data["folds"])
     assert sum("| left out |" in row for row in rows) == len(data["folds"])
+    for fold in data["folds"]:  # the default hybrid with each fold's model, on its left-out set
+        assert any(line.startswith(f"| {fold} | ") for line in table.splitlines())
+    assert (
+        f"| mcp-workbench `task` | {data['shipped']['mcp-workbench']['task']['queries']} |" in table
+    )

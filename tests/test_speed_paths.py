@@ -130,13 +130,13 @@ def test_background_by_default_only_inside_an_event_loop() -> None:
 # --------------------------------------------------------------------------- encoder choice
 
 
-def test_the_default_model_is_the_shipped_fine_tuned_one_stored_in_half_precision() -> None:
+def test_the_shipped_fine_tuned_model_resolves_and_is_stored_in_half_precision() -> None:
     import json
 
-    from toolsearch.backends.encoders import DEFAULT_MODEL, SHIPPED_MODEL_PATH, TUNED_MODEL
+    from toolsearch.backends.encoders import SHIPPED_MODEL_PATH, TUNED_MODEL
 
     safetensors = pytest.importorskip("safetensors")
-    assert DEFAULT_MODEL == TUNED_MODEL and resolve_model_path(TUNED_MODEL) == SHIPPED_MODEL_PATH
+    assert resolve_model_path(TUNED_MODEL) == SHIPPED_MODEL_PATH
     with safetensors.safe_open(str(SHIPPED_MODEL_PATH / "model.safetensors"), "np") as weights:
         kinds = {str(weights.get_slice(k).get_dtype()) for k in weights.keys()}  # noqa: SIM118
     assert "F16" in kinds and "F32" not in kinds
