@@ -2,7 +2,7 @@
 
     python benchmarks/tuned_models.py        # rebuilds toolsearch/models/toolsearch-minilm-l6
 
-The shipped model (:data:`SHIPPED`) is the bundled all-MiniLM-L6-v2 (:data:`BASE_MODEL`)
+The shipped model (``SHIPPED_MODEL_PATH``) is the bundled all-MiniLM-L6-v2 (:data:`BASE_MODEL`)
 trained with :class:`toolsearch.backends.fine_tuning.Recipe` on the **dev** samples of the
 three datasets of :data:`member_runs.DATASETS` (at most :data:`LIMIT` queries each, the samples
 every quality benchmark uses); the command above rebuilds it from the same data and seed.
@@ -29,8 +29,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from member_runs import DATASETS, load_sample
 
 from toolsearch.backends.embedding import DEFAULT_FIELDS, DEFAULT_MAX_WORDS, default_cache_dir
-from toolsearch.backends.encoders import BASE_MODEL, SHIPPED_MODEL_PATH, model_fingerprint
-from toolsearch.backends.encoders import resolve_model_path as _resolve
+from toolsearch.backends.encoders import (
+    BASE_MODEL,
+    SHIPPED_MODEL_PATH,
+    model_fingerprint,
+    resolve_model_path,
+)
 from toolsearch.backends.fine_tuning import (
     Recipe,
     fine_tune,
@@ -39,9 +43,6 @@ from toolsearch.backends.fine_tuning import (
     training_pairs,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
-#: Where the shipped model lives (inside the package).
-SHIPPED = SHIPPED_MODEL_PATH
 #: The training recipe: the library's defaults, fixed before measuring.
 RECIPE = Recipe()
 #: Dev queries per dataset, as in every quality benchmark.
@@ -56,7 +57,7 @@ PROBES = (
 
 
 def base_path() -> Path:
-    path = _resolve(BASE_MODEL)
+    path = resolve_model_path(BASE_MODEL)
     assert path is not None  # the shipped base model always resolves (or raises)
     return path
 
@@ -108,8 +109,8 @@ def fold_model(left_out: str, limit: int = LIMIT) -> Path:
 
 
 def main() -> int:
-    record = train(DATASETS, SHIPPED)
-    (SHIPPED / "README.md").write_text(_card(record), encoding="utf-8")
+    record = train(DATASETS, SHIPPED_MODEL_PATH)
+    (SHIPPED_MODEL_PATH / "README.md").write_text(_card(record), encoding="utf-8")
     print(json.dumps(record, indent=2))
     return 0
 
