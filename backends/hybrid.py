@@ -40,6 +40,8 @@ from toolsearch.multistep import Ranking, search_steps
 from toolsearch.query import ParsedQuery, parse_query
 from toolsearch.tool import Tool, pool_sort_key
 
+from .calibration import CALIBRATED_MIN_SIMILARITY, calibrated_min_similarity
+from .encoders import DEFAULT_MODEL
 from .warming import BackgroundUpdates
 
 __all__ = [
@@ -62,32 +64,19 @@ DEFAULT_MEMBERS: Mapping[str, float] = {"embedding": 0.65, "bm25": 0.2, "fts5": 
 DEFAULT_MEMBER_OPTIONS: Mapping[str, Mapping[str, Any]] = {
     "bm25": {"stem": True, "stopwords": True}
 }
-#: Embedding options that leave the similarity scale as calibrated (how the model runs, not
-#: which model or text): with only these set, the default abstention threshold still applies.
-SCALE_PRESERVING_OPTIONS: frozenset[str] = frozenset(
-    {
-        "runtime",
-        "precision",
-        "threads",
-        "batch_size",
-        "cache_dir",
-        "device",
-        "progress",
-        "query_cache_size",
-    }
-)
 #: The fusion functions.
 FUSIONS: tuple[str, ...] = ("convex", "rrf")
 DEFAULT_FUSION = "convex"
-#: Weight of the name-match feature in convex fusion.
-DEFAULT_NAME_WEIGHT = 0.2
+#: Weight of the name-match feature in convex fusion (chosen on dev splits, each scored with
+#: the fold of the default model that never saw it, ``docs/retrieval.md``).
+DEFAULT_NAME_WEIGHT = 0.4
 #: What a tool gains in convex fusion when the query says every word of its own name (two
 #: words or more): about a close lead between two fused scores. Chosen on dev between 0, 0.1
 #: and a tier of 1.0, which lowered keywords hit@1 and BFCL (``docs/retrieval.md``).
 DEFAULT_EXACT_NAME_BONUS = 0.1
-#: "No tool fits" below this best embedding cosine (the default embedding model only): the
+#: "No tool fits" below this best embedding cosine with the default embedding model: the
 #: highest threshold costing at most .01 recall@5 on every dev split (``docs/retrieval.md``).
-DEFAULT_MIN_SIMILARITY = 0.23
+DEFAULT_MIN_SIMILARITY = CALIBRATED_MIN_SIMILARITY[DEFAULT_MODEL]
 #: Whether multi-clause requests are split into steps searched one by one (on by default:
 #: it lifts multi-step tasks with no significant loss on any test split, ``docs/retrieval.md``).
 DEFAULT_MULTISTEP = True
@@ -171,11 +160,12 @@ def _check_normalise(normalise: Mapping[str, str] | None, members: Iterable[str]
 def _default_min_scores(
     members: Mapping[str, float], options: Mapping[str, Mapping[str, Any]]
 ) -> dict[str, float]:
-    """The calibrated abstention threshold, for an embedding member whose similarities are
-    the default model's: its options, if any, only say how the model runs."""
-    if "embedding" in members and set(options.get("embedding", {})) <= SCALE_PRESERVING_OPTIONS:
-        return {"embedding": DEFAULT_MIN_SIMILARITY}
-    return {}
+    """The calibrated abstention threshold of an embedding member whose similarities are a
+    calibrated model's (:mod:`toolsearch.backends.calibration`)."""
+    if "embedding" not in members:
+        return {}
+    limit = calibrated_min_similarity(options.get("embedding", {}))
+    return {} if limit is None else {"embedding": limit}
 
 
 def _check_min_scores(
@@ -224,10 +214,10 @@ class HybridBackend(BaseBackend):
     ``multistep``: search each step
     of a multi-clause request and merge (:mod:`toolsearch.multistep`). ``min_member_score``:
     ``{member: score}``; no hits ("no tool fits") when every listed member's best raw score is
-    below its threshold (``docs/retrieval.md``); by default :data:`DEFAULT_MIN_SIMILARITY` for
-    an embedding member with the default model, ``{}`` turns it off. ``member_options``:
-    constructor options per member, e.g. ``{"embedding": {"model": ...}}``; a member without
-    an entry gets :data:`DEFAULT_MEMBER_OPTIONS`.
+    below its threshold (``docs/retrieval.md``); by default the calibrated threshold of the
+    embedding member's model (:mod:`toolsearch.backends.calibration`); ``{}`` turns it off.
+    ``member_options``: constructor options per member, e.g. ``{"embedding": {"model": ...}}``;
+    a member without an entry gets :data:`DEFAULT_MEMBER_OPTIONS`.
     ``background``: update slow members (``warms = True``) on a worker thread and rank without
     them until they are ready; None = only when called inside a running asyncio event loop.
 

@@ -53,12 +53,12 @@ from toolsearch.query import ParsedQuery, parse_query
 from toolsearch.tokenize import TOKENIZER_VERSION, SchemaCache, tool_fields
 from toolsearch.tool import Tool
 
+from .calibration import calibrated_min_similarity
 from .embedding import EmbeddingBackend, HashingEncoder, tool_text
 from .hybrid import (
     DEFAULT_DEPTH,
     DEFAULT_EXACT_NAME_BONUS,
     DEFAULT_MEMBERS,
-    DEFAULT_MIN_SIMILARITY,
     DEFAULT_MULTISTEP,
     DEFAULT_NAME_WEIGHT,
 )
@@ -931,11 +931,11 @@ _ENCODER_OPTIONS = frozenset(
 
 
 def _min_similarity(value: object, encoder_options: Mapping[str, Any]) -> float | None:
-    """The abstention threshold: ``"default"`` is the hybrid's calibrated one for the shipped
-    model, and none for another model or encoder (its similarities are not calibrated)."""
+    """The abstention threshold: ``"default"`` is the calibrated one of the encoder options'
+    model, as in the hybrid (:mod:`toolsearch.backends.calibration`), and none for a model or
+    text whose similarities are not calibrated."""
     if value == "default":
-        custom = encoder_options.get("model") is not None or "encoder" in encoder_options
-        return None if custom else DEFAULT_MIN_SIMILARITY
+        return calibrated_min_similarity(encoder_options)
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not -1 <= value <= 1:

@@ -320,13 +320,16 @@ def test_min_member_score_abstains_when_no_member_is_sure() -> None:
         HybridBackend(members=["keyword"], min_member_score={"keyword": "x"})
 
 
-def test_default_abstention_only_for_the_default_embedding_model() -> None:
+def test_default_abstention_only_for_a_calibrated_embedding_model() -> None:
+    from toolsearch.backends.calibration import CALIBRATED_MIN_SIMILARITY
+    from toolsearch.backends.encoders import BASE_MODEL, DEFAULT_MODEL
     from toolsearch.backends.hybrid import DEFAULT_MIN_SIMILARITY, _default_min_scores
 
+    assert CALIBRATED_MIN_SIMILARITY[DEFAULT_MODEL] == DEFAULT_MIN_SIMILARITY
     assert HybridBackend(members=["embedding", "keyword"]).min_member_score == {
         "embedding": DEFAULT_MIN_SIMILARITY
     }
-    assert _hybrid().min_member_score == {}  # a configured embedding model is not calibrated
+    assert _hybrid().min_member_score == {}  # a hashing encoder is not calibrated
     assert HybridBackend(members=["keyword"]).min_member_score == {}
     assert HybridBackend(members=["embedding"], min_member_score={}).min_member_score == {}
     # Options that only say how the default model runs keep the calibrated threshold ...
@@ -334,7 +337,12 @@ def test_default_abstention_only_for_the_default_embedding_model() -> None:
     assert HybridBackend(members=["embedding"], member_options=runs).min_member_score == {
         "embedding": DEFAULT_MIN_SIMILARITY
     }
-    # ... options that change the vectors do not.
+    # ... another calibrated model gets its own ...
+    base = {"embedding": {**runs["embedding"], "model": BASE_MODEL}}
+    assert _default_min_scores({"embedding": 1.0}, base) == {
+        "embedding": CALIBRATED_MIN_SIMILARITY[BASE_MODEL]
+    }
+    # ... and options that change the vectors drop it.
     for changed in ({"model": "other"}, {"fields": ["name"]}, {"query_adapter": "a.npz"}):
         options = {"embedding": {**runs["embedding"], **changed}}
         assert _default_min_scores({"embedding": 1.0}, options) == {}

@@ -229,6 +229,22 @@ def test_below_min_similarity_no_tool_fits(postgres_url: str) -> None:
         assert strict.params()["min_similarity"] == 0.999
 
 
+def test_default_min_similarity_is_the_hybrids_rule() -> None:
+    """postgres and the hybrid abstain alike: the calibrated threshold of the model, none for
+    an encoder object, a configured text or an uncalibrated model."""
+    from toolsearch.backends.calibration import CALIBRATED_MIN_SIMILARITY
+    from toolsearch.backends.encoders import BASE_MODEL, DEFAULT_MODEL
+    from toolsearch.backends.postgres import _min_similarity
+
+    assert _min_similarity("default", {}) == CALIBRATED_MIN_SIMILARITY[DEFAULT_MODEL]
+    assert _min_similarity("default", {"threads": 1}) == CALIBRATED_MIN_SIMILARITY[DEFAULT_MODEL]
+    base = CALIBRATED_MIN_SIMILARITY[BASE_MODEL]
+    assert _min_similarity("default", {"model": BASE_MODEL}) == base
+    for custom in ({"model": "other"}, {"fields": ["name"]}, {"encoder": object()}):
+        assert _min_similarity("default", custom) is None
+    assert _min_similarity(None, {}) is None and _min_similarity(0.5, {"model": "other"}) == 0.5
+
+
 def test_no_server_configured(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(ENV_URL, raising=False)
     with pytest.raises(ConfigError, match=ENV_URL):
