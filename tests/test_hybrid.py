@@ -253,7 +253,7 @@ def test_requires_and_extra_describe_the_default_members() -> None:
 def test_default_is_convex_fusion_with_name_match_and_multistep() -> None:
     hybrid = _hybrid()
     params = hybrid.params()
-    assert params["fusion"] == "convex" and params["name_weight"] == 0.2
+    assert params["fusion"] == "convex" and params["name_weight"] == 0.4
     assert params["exact_name_bonus"] == 0.1
     assert params["normalise"] == {"keyword": "max", "embedding": "minmax"}
     assert params["multistep"] is True  # gated per-step search of long requests
