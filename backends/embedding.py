@@ -214,7 +214,11 @@ class EmbeddingBackend(BaseBackend):
 
     def remember_queries(self, texts: Sequence[str], batch_size: int = 256) -> None:
         """Encode ``texts`` in batches ahead of searching them (many times faster than one at a
-        time, e.g. for a benchmark); the memory grows to hold them all."""
+        time, e.g. for a benchmark); the memory grows to hold them all. An encoder whose vectors
+        depend on the batch (``batch_invariant = False``, the int8 export) encodes them one at a
+        time, as a search would."""
+        if not getattr(self.encoder, "batch_invariant", True):
+            batch_size = 1
         unique = list(dict.fromkeys(t for t in texts if t.strip()))
         self.query_cache_size = max(self.query_cache_size, len(self._query_vectors) + len(unique))
         for start in range(0, len(unique), batch_size):

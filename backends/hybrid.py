@@ -14,10 +14,10 @@ Each member ranks the query on its own (its best ``depth`` hits) and the hybrid 
 
 Members are loaded by name through :func:`toolsearch.registry.load_backend`, so a third-party
 backend can be fused like a built-in one. The defaults — :data:`DEFAULT_MEMBERS` (embedding
-0.65, bm25 0.2, fts5 0.15), :data:`DEFAULT_MEMBER_OPTIONS` (bm25 with stemming and stop-words),
-:data:`DEFAULT_NAME_WEIGHT` — are what ``benchmarks/ablation.py`` measured best on the dev
-splits of mcp-workbench, MetaTool and BFCL; README "Retrieval quality of the default" and
-``docs/retrieval.md`` give the figures.
+0.65, bm25 0.2, fts5 0.15), :data:`DEFAULT_MEMBER_OPTIONS` (bm25 with stemming and stop-words,
+the embedding member's int8 export), :data:`DEFAULT_NAME_WEIGHT` — are what
+``benchmarks/ablation.py`` measured best on the dev splits of mcp-workbench, MetaTool and BFCL;
+README "Retrieval quality of the default" and ``docs/retrieval.md`` give the figures.
 
 A member that may take long to index (``warms = True``, the embedding backend) can be updated
 in the background (``background``; by default when called from a thread running an asyncio
@@ -60,16 +60,20 @@ __all__ = [
 
 #: Members and weights used when none are configured (measured, see the module docstring).
 DEFAULT_MEMBERS: Mapping[str, float] = {"embedding": 0.65, "bm25": 0.2, "fts5": 0.15}
-#: Options a member gets unless ``member_options`` gives it its own.
+#: Options a member gets unless ``member_options`` gives it its own: bm25 stems and drops
+#: stop-words; the embedding member runs the default model's int8 export, which moves no metric
+#: or query style of the default by more than .01 and halves its encoding time (README "Speed",
+#: ``docs/speed.md``).
 DEFAULT_MEMBER_OPTIONS: Mapping[str, Mapping[str, Any]] = {
-    "bm25": {"stem": True, "stopwords": True}
+    "bm25": {"stem": True, "stopwords": True},
+    "embedding": {"precision": "int8"},
 }
 #: The fusion functions.
 FUSIONS: tuple[str, ...] = ("convex", "rrf")
 DEFAULT_FUSION = "convex"
 #: Weight of the name-match feature in convex fusion (chosen on dev splits, each scored with
 #: the fold of the default model that never saw it, ``docs/retrieval.md``).
-DEFAULT_NAME_WEIGHT = 0.4
+DEFAULT_NAME_WEIGHT = 0.2
 #: What a tool gains in convex fusion when the query says every word of its own name (two
 #: words or more): about a close lead between two fused scores. Chosen on dev between 0, 0.1
 #: and a tier of 1.0, which lowered keywords hit@1 and BFCL (``docs/retrieval.md``).

@@ -207,6 +207,9 @@ class OnnxEncoder:
         self.file = export_path(onnx_dir, path, precision)
         base = reference_name(model_ref, path)
         self.name = base if precision == "fp32" else f"onnx-{SCHEMES[precision]}:{base[3:]}"
+        #: Whether a text's vector is the same in any batch: not for int8, whose dynamic
+        #: quantisation scales each batch's activations together (docs/speed.md).
+        self.batch_invariant = precision == "fp32"
         self._session: Any = None
         self._tokenizer: Any = None
         self._lock = threading.Lock()

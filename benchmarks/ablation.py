@@ -47,6 +47,7 @@ from tuned_models import LIMIT, fold_model
 from toolsearch.backend import Hit
 from toolsearch.backends.encoders import DEFAULT_MODEL, TUNED_MODEL
 from toolsearch.backends.hybrid import DEFAULT_EXACT_NAME_BONUS as EXACT_NAME_BONUS
+from toolsearch.backends.hybrid import DEFAULT_MEMBER_OPTIONS
 from toolsearch.bench.metrics import parse_metrics, per_query_scores
 from toolsearch.bench.significance import compare_backends
 from toolsearch.fusion import Fuser, NameWords, name_words
@@ -64,7 +65,8 @@ MEMBERS: Mapping[str, MemberSpec] = {
     "bm25": MemberSpec("bm25", "bm25", {}),
     "bm25_stem": MemberSpec("bm25s", "bm25", {"stem": True, "stopwords": True}),
     "fts5": MemberSpec("fts5", "fts5", {}),
-    "embedding": MemberSpec("embedding", "embedding", {}),
+    # as the default hybrid runs it (the int8 export)
+    "embedding": MemberSpec("embedding", "embedding", DEFAULT_MEMBER_OPTIONS["embedding"]),
 }
 EMBEDDING_GRID = (0.5, 0.55, 0.6, 0.65, 0.7, 0.75)
 NAME_GRID = (0.0, 0.1, 0.2, 0.4)
@@ -169,7 +171,8 @@ def members_for(name: str, split: str, limit: int | None) -> dict[str, MemberSpe
     if split != "dev" or DEFAULT_MODEL != TUNED_MODEL:
         return dict(MEMBERS)
     fold = str(fold_model(name, limit or LIMIT))
-    return dict(MEMBERS) | {"embedding": MemberSpec("embedding", "embedding", {"model": fold})}
+    options = {**MEMBERS["embedding"].options, "model": fold}
+    return dict(MEMBERS) | {"embedding": MemberSpec("embedding", "embedding", options)}
 
 
 def load_data(name: str, split: str, limit: int | None, cache: Path) -> Data:

@@ -457,3 +457,15 @@ def test_real_shipped_model_offline(tmp_path: Path) -> None:
     assert top["put a meeting on my schedule"] == "mcp__gcal__create_event"
     assert lines[:3] == [line.replace("1 ", "0 ", 1) for line in lines[3:]]
     assert EmbeddingCache(tmp_path).count() > 0
+
+
+def test_remember_queries_batches_only_where_the_batch_changes_nothing() -> None:
+    """Pre-encoded query vectors must be the ones a search computes: an encoder whose vectors
+    depend on their batch (the int8 export) is asked for one text at a time."""
+    texts = ["send a slack message", "read a file", "create a calendar event"]
+    steady, variant = CountingEncoder(), CountingEncoder()
+    variant.batch_invariant = False  # type: ignore[attr-defined]
+    for encoder in (steady, variant):
+        EmbeddingBackend(encoder=encoder, cache_dir=None).remember_queries(texts)
+    assert [len(batch) for batch in steady.calls] == [3]
+    assert [len(batch) for batch in variant.calls] == [1, 1, 1]

@@ -253,12 +253,16 @@ def test_requires_and_extra_describe_the_default_members() -> None:
 def test_default_is_convex_fusion_with_name_match_and_multistep() -> None:
     hybrid = _hybrid()
     params = hybrid.params()
-    assert params["fusion"] == "convex" and params["name_weight"] == 0.4
+    assert params["fusion"] == "convex" and params["name_weight"] == 0.2
     assert params["exact_name_bonus"] == 0.1
     assert params["normalise"] == {"keyword": "max", "embedding": "minmax"}
     assert params["multistep"] is True  # gated per-step search of long requests
     assert DEFAULT_MEMBERS == {"embedding": 0.65, "bm25": 0.2, "fts5": 0.15}
     assert DEFAULT_MEMBER_OPTIONS["bm25"] == {"stem": True, "stopwords": True}
+    # the default's embedding member runs the int8 export; options of one's own replace that
+    assert HybridBackend().member_options["embedding"] == {"precision": "int8"}
+    own = HybridBackend(member_options={"embedding": {"threads": 1}})
+    assert own.member_options["embedding"] == {"threads": 1}
 
 
 def test_convex_fusion_keeps_an_exact_name_first() -> None:
