@@ -77,7 +77,9 @@ class Encoder(Protocol):
     """Turns texts into vectors; ``name`` identifies the model in the embedding cache.
 
     ``encode`` returns a float32 array of shape ``(len(texts), dim)``; rows need not be
-    normalised. Two encoders with the same ``name`` must produce the same vectors.
+    normalised. Two encoders with the same ``name`` must produce the same vectors. An encoder
+    whose vector of a text depends on the other texts of its batch says so with
+    ``batch_invariant = False`` (the int8 ONNX export), so that callers encode queries alone.
     """
 
     name: str

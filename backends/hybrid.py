@@ -60,10 +60,10 @@ __all__ = [
 
 #: Members and weights used when none are configured (measured, see the module docstring).
 DEFAULT_MEMBERS: Mapping[str, float] = {"embedding": 0.65, "bm25": 0.2, "fts5": 0.15}
-#: Options a member gets unless ``member_options`` gives it its own: bm25 stems and drops
-#: stop-words; the embedding member runs the default model's int8 export, which moves no metric
-#: or query style of the default by more than .01 and halves its encoding time (README "Speed",
-#: ``docs/speed.md``).
+#: Options a member starts from (``member_options`` updates them; ``precision = "fp32"`` or
+#: ``stem = false`` undoes one): bm25 stems and drops stop-words; the embedding member runs the
+#: default model's int8 export, which moves no metric or query style of the default by more than
+#: .01 and halves its encoding time (README "Speed", ``docs/speed.md``).
 DEFAULT_MEMBER_OPTIONS: Mapping[str, Mapping[str, Any]] = {
     "bm25": {"stem": True, "stopwords": True},
     "embedding": {"precision": "int8"},
@@ -203,7 +203,7 @@ def _check_member_options(
             raise ConfigError(
                 f"hybrid member_options[{member!r}] must be a table of options, got {opts!r}"
             )
-    return {m: dict(given.get(m, DEFAULT_MEMBER_OPTIONS.get(m, {}))) for m in names}
+    return {m: {**DEFAULT_MEMBER_OPTIONS.get(m, {}), **given.get(m, {})} for m in names}
 
 
 class HybridBackend(BaseBackend):
@@ -220,8 +220,8 @@ class HybridBackend(BaseBackend):
     ``{member: score}``; no hits ("no tool fits") when every listed member's best raw score is
     below its threshold (``docs/retrieval.md``); by default the calibrated threshold of the
     embedding member's model (:mod:`toolsearch.backends.calibration`); ``{}`` turns it off.
-    ``member_options``: constructor options per member, e.g. ``{"embedding": {"model": ...}}``;
-    a member without an entry gets :data:`DEFAULT_MEMBER_OPTIONS`.
+    ``member_options``: constructor options per member, e.g. ``{"embedding": {"model": ...}}``,
+    each updating that member's :data:`DEFAULT_MEMBER_OPTIONS`.
     ``background``: update slow members (``warms = True``) on a worker thread and rank without
     them until they are ready; None = only when called inside a running asyncio event loop.
 
@@ -274,7 +274,7 @@ class HybridBackend(BaseBackend):
         self.exact_name_bonus = _check_number("exact_name_bonus", exact_name_bonus)
         self.member_options = _check_member_options(member_options, self.weights)
         if min_member_score is None:
-            min_member_score = _default_min_scores(self.weights, member_options or {})
+            min_member_score = _default_min_scores(self.weights, self.member_options)
         self.min_member_score = _check_min_scores(min_member_score, self.weights)
         if background is not None and not isinstance(background, bool):
             raise ConfigError(f"hybrid background must be true, false or None, got {background!r}")

@@ -90,7 +90,8 @@ def hybrid_ranked(sample: Sample, model: str, limit: int) -> dict[str, list[str]
     """The default hybrid's ranking with ``model`` as its embedding member, run in float32 so
     that only the model differs (no abstention, so rankings are compared), for the labelled
     queries."""
-    options = {"member_options": {"embedding": {"model": model}}, "min_member_score": {}}
+    member = {"model": model, "precision": "fp32"}
+    options = {"member_options": {"embedding": member}, "min_member_score": {}}
     spec = MemberSpec("hybrid-" + Path(model).name, "hybrid", options)
     hits = member_hits(sample, spec, limit=limit)
     return {q.id: [n for n, _ in hits[q.id]] for q in sample.queries if sample.is_positive(q)}

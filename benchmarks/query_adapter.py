@@ -41,7 +41,6 @@ from member_runs import member_hits as cached_member_hits
 
 from toolsearch.backends.embedding import EmbeddingBackend, default_cache_dir
 from toolsearch.backends.encoders import BASE_MODEL
-from toolsearch.backends.hybrid import DEFAULT_MEMBER_OPTIONS
 from toolsearch.backends.query_adapter import TrainingSettings, train_on_datasets
 from toolsearch.bench.metrics import parse_metrics, per_query_scores
 from toolsearch.bench.significance import compare_backends
@@ -77,7 +76,7 @@ def spec(backend: str, adapter: Path | None) -> MemberSpec:
         extra["query_adapter"] = str(adapter)
     if backend == "embedding":
         return MemberSpec("embedding", "embedding", extra)
-    members = {m: dict(o) for m, o in DEFAULT_MEMBER_OPTIONS.items()} | {"embedding": extra}
+    members = {"embedding": extra | {"precision": "fp32"}}  # as measured: float32 vectors
     return MemberSpec("hybrid", "hybrid", {"member_options": members, "min_member_score": {}})
 
 

@@ -259,10 +259,13 @@ def test_default_is_convex_fusion_with_name_match_and_multistep() -> None:
     assert params["multistep"] is True  # gated per-step search of long requests
     assert DEFAULT_MEMBERS == {"embedding": 0.65, "bm25": 0.2, "fts5": 0.15}
     assert DEFAULT_MEMBER_OPTIONS["bm25"] == {"stem": True, "stopwords": True}
-    # the default's embedding member runs the int8 export; options of one's own replace that
+    # the default's embedding member runs the int8 export; options of one's own update that
     assert HybridBackend().member_options["embedding"] == {"precision": "int8"}
-    own = HybridBackend(member_options={"embedding": {"threads": 1}})
-    assert own.member_options["embedding"] == {"threads": 1}
+    own = HybridBackend(member_options={"embedding": {"threads": 1}, "bm25": {"k1": 1.5}})
+    assert own.member_options["embedding"] == {"precision": "int8", "threads": 1}
+    assert own.member_options["bm25"] == {"stem": True, "stopwords": True, "k1": 1.5}
+    plain = HybridBackend(member_options={"embedding": {"precision": "fp32"}})
+    assert plain.member_options["embedding"] == {"precision": "fp32"}
 
 
 def test_convex_fusion_keeps_an_exact_name_first() -> None:
@@ -358,9 +361,10 @@ def test_the_default_puts_the_tool_the_query_names_first() -> None:
 
     root = Path(__file__).resolve().parents[1] / "datasets" / "mcp-workbench"
     tools = list(load_dataset(root).tools)
-    hybrid = _hybrid(members={"bm25": 0.55, "fts5": 0.45}, member_options={"bm25": {}})
+    unstemmed = {"bm25": {"stem": False, "stopwords": False}}
+    hybrid = _hybrid(members={"bm25": 0.55, "fts5": 0.45}, member_options=unstemmed)
     plain = _hybrid(
-        members={"bm25": 0.55, "fts5": 0.45}, member_options={"bm25": {}}, exact_name_bonus=0
+        members={"bm25": 0.55, "fts5": 0.45}, member_options=unstemmed, exact_name_bonus=0
     )
     for backend in (hybrid, plain):
         backend.index(tools)
