@@ -128,7 +128,8 @@ def load_adapter(
     if header.get("encoder") != encoder:
         raise ConfigError(
             f"query adapter {str(source)!r} was trained on vectors of {header.get('encoder')!r}, "
-            f"not of this backend's encoder {encoder!r}; train one for this model"
+            f"not of this backend's encoder {encoder!r}; train one for this model and "
+            "precision (toolsearch train encodes as [backends.embedding] says)"
         )
     if dim is not None and weights.shape[0] != dim:
         raise ConfigError(

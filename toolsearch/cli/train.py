@@ -19,11 +19,12 @@ _DESCRIPTION = (
     "so no tool is encoded again. It helps the catalogue it was trained on; it does not help "
     "another one. The embedding options of the config file (model, fields, max_words) are "
     "used, so the adapter fits the vectors that backend will search. Use it with "
-    "query_adapter = FILE in [backends.embedding] (or in [backends.hybrid.member_options."
-    "embedding] for the default backend); measure it with 'toolsearch bench --split test "
-    "--backend embedding --option embedding.query_adapter=FILE'. With --full the whole "
-    "embedding model is fine-tuned instead (minutes on a CPU): it helps catalogues it was not "
-    "trained on too, and --out is the folder of the new model, used with model = DIR."
+    'query_adapter = FILE in [backends.embedding] (or, with precision = "fp32", in '
+    "[backends.hybrid.member_options.embedding] for the default backend); measure it with "
+    "'toolsearch bench --split test --backend embedding --option "
+    "embedding.query_adapter=FILE'. With --full the whole embedding model is fine-tuned "
+    "instead (minutes on a CPU): it helps catalogues it was not trained on too, and --out is "
+    "the folder of the new model, used with model = DIR."
 )
 
 
