@@ -257,6 +257,12 @@ def test_int8_export_has_its_own_names_and_stays_close_to_float32(tmp_path: Path
     cosines = (normalise(int8.encode(texts)) * normalise(fp32.encode(texts))).sum(axis=1)
     assert next(tmp_path.glob("*-int8-channel.onnx")).stat().st_size < 40_000_000
     assert cosines.min() > 0.97 and cosines.max() < 1 - 1e-6  # quantised, and close
+    # int8 scales a batch's activations together: "read a file" beside a longer text is not
+    # the vector it gets alone (so queries are encoded alone); float32 is the same either way
+    for encoder, changes in ((int8, True), (fp32, False)):
+        alone, batched = normalise(encoder.encode(texts[2:])), normalise(encoder.encode(texts))
+        cosine = float((alone[0] * batched[2]).sum())
+        assert (cosine < 1 - 1e-6) is changes and cosine > 0.97
 
 
 @pytest.mark.slow  # exports the shipped model once
