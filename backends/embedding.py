@@ -19,9 +19,12 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, ClassVar
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, contextmanager
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from toolsearch.backend import BaseBackend, Hit
 from toolsearch.errors import BackendError, ConfigError
@@ -161,6 +164,9 @@ class EmbeddingBackend(BaseBackend):
         self._names: list[str] = []
         self._matrix: FloatMatrix | None = None
         self._query_vectors: OrderedDict[str, FloatMatrix] = OrderedDict()
+        # query text -> (vector, scores, the tool matrix scored), see queries_ahead
+        self._ahead: dict[str, tuple[FloatMatrix, FloatMatrix, FloatMatrix]] = {}
+        self._pool: ThreadPoolExecutor | None = None
         self.query_adapter = _adapter(query_adapter, self.encoder.name)
         self._adapter_path = os.fspath(query_adapter) if query_adapter is not None else None
 
@@ -193,10 +199,49 @@ class EmbeddingBackend(BaseBackend):
         self._remember(text, vector)
         return vector
 
+    @contextmanager
+    def queries_ahead(self, queries: Sequence[ParsedQuery]) -> Iterator[None]:
+        """Encode and score ``queries`` now, side by side on the cores when the encoder can
+        encode a text alone on one thread (``encode_alone``, the ONNX encoder); searches of
+        them inside the block use the result. Each text is encoded alone, as its own search
+        would encode it, so vectors and rankings are the same. The hybrid's multi-step search
+        does this for a request and its steps: the steps' short texts and their products with
+        the tool matrix run beside the whole request's long text (docs/speed.md)."""
+        matrix = self._matrix
+        alone = getattr(self.encoder, "encode_alone", None)
+        texts = [t for t in dict.fromkeys(map(_query_text, queries)) if t.strip()]
+        texts = [t for t in texts if t not in self._query_vectors and t not in self._ahead]
+        if alone is None or matrix is None or len(texts) < 2:
+            yield
+            return
+
+        def ahead(text: str) -> tuple[FloatMatrix, FloatMatrix, FloatMatrix]:
+            vector = self._finish(alone(text), 1)[0]
+            return vector, _scores(matrix, vector), matrix
+
+        longest_first = sorted(texts, key=len, reverse=True)
+        with one_blas_thread():
+            results = list(self._ahead_pool().map(ahead, longest_first))
+        self._ahead.update(zip(longest_first, results, strict=True))
+        try:
+            yield
+        finally:
+            for text in texts:
+                self._ahead.pop(text, None)
+
+    def _ahead_pool(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            workers = getattr(self.encoder, "threads", None) or os.cpu_count() or 1
+            self._pool = ThreadPoolExecutor(workers, thread_name_prefix="embedding-ahead")
+        return self._pool
+
     def _encode_queries(self, texts: Sequence[str]) -> FloatMatrix:
         """Normalised query vectors of ``texts``, mapped by the query adapter if there is one."""
-        encoded = self.encoder.encode(list(texts))
-        vectors = normalise(check_vectors(self.encoder.name, encoded, len(texts)))
+        return self._finish(self.encoder.encode(list(texts)), len(texts))
+
+    def _finish(self, encoded: FloatMatrix, n: int) -> FloatMatrix:
+        """Encoder output for ``n`` queries checked, normalised and mapped by the adapter."""
+        vectors = normalise(check_vectors(self.encoder.name, encoded, n))
         if self.query_adapter is None:
             return vectors
         if vectors.shape[1] != self.query_adapter.dim:
@@ -301,13 +346,17 @@ class EmbeddingBackend(BaseBackend):
         matrix = self._matrix
         if k <= 0 or query.is_empty or matrix is None or not self._names:
             return []
-        text = query.text.encode("utf-8", "ignore").decode("utf-8")  # lone surrogates, as fts5
+        text = _query_text(query)
         if not text.strip():
             return []
-        vector = self._query_vector(text)
-        if vector.shape[0] != matrix.shape[1]:
-            raise BackendError("embedding: query and tool vectors have different sizes")
-        scores = np.round(matrix @ vector, _SCORE_DECIMALS)
+        ahead = self._ahead.get(text)
+        if ahead is not None and ahead[2] is matrix:
+            scores = ahead[1]
+        else:
+            vector = self._query_vector(text)
+            if vector.shape[0] != matrix.shape[1]:
+                raise BackendError("embedding: query and tool vectors have different sizes")
+            scores = _scores(matrix, vector)
         n = scores.shape[0]
         if k < n:
             top = np.argpartition(-scores, k - 1)[:k]
@@ -330,6 +379,67 @@ class EmbeddingBackend(BaseBackend):
             "cache": str(self.cache.path) if self.cache is not None else None,
             "query_adapter": self._adapter_path,
         }
+
+
+class _OneBlasThread:
+    """BLAS limited to one thread while any block of :func:`one_blas_thread` runs (the first
+    to enter sets the limit, the last to leave restores the caller's), safe across threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._depth = 0
+        self._controller: Any = None
+        self._limiter: Any = None
+
+    def __enter__(self) -> None:
+        with self._lock:
+            if self._depth == 0:
+                self._limiter = self._limit()
+            self._depth += 1
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self._depth -= 1
+            if self._depth == 0 and self._limiter is not None:
+                self._limiter.restore_original_limits()
+                self._limiter = None
+
+    def _limit(self) -> Any:
+        if self._controller is None:
+            try:
+                from threadpoolctl import ThreadpoolController
+            except ImportError:  # pragma: no cover - threadpoolctl comes with the extra
+                self._controller = False
+            else:
+                self._controller = ThreadpoolController()
+        return self._controller.limit(limits=1, user_api="blas") if self._controller else None
+
+
+_ONE_BLAS_THREAD = _OneBlasThread()
+
+
+def one_blas_thread() -> AbstractContextManager[None]:
+    """BLAS limited to one thread for the block (threadpoolctl; a no-op without it).
+
+    A query's product with the tool matrix is memory-bound: a second BLAS thread saves about
+    0.3 ms at 10,000 tools, but OpenBLAS's idle workers then spin for a while and take the core
+    the ONNX encoder needs for the next request's texts; single-threaded products of several
+    queries can run side by side instead (docs/speed.md)."""
+    return _ONE_BLAS_THREAD
+
+
+def _scores(matrix: FloatMatrix, vector: FloatMatrix) -> FloatMatrix:
+    """Cosine of ``vector`` with every row of ``matrix``, rounded (see :data:`_SCORE_DECIMALS`)."""
+    import numpy as np
+
+    with one_blas_thread():
+        scores: FloatMatrix = np.round(matrix @ vector, _SCORE_DECIMALS)
+    return scores
+
+
+def _query_text(query: ParsedQuery) -> str:
+    """The text of ``query`` that is encoded (lone surrogates dropped, as fts5 does)."""
+    return query.text.encode("utf-8", "ignore").decode("utf-8")
 
 
 def _adapter(path: str | os.PathLike[str] | None, encoder: str) -> QueryAdapter | None:

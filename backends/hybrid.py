@@ -12,10 +12,13 @@ Each member ranks the query on its own (its best ``depth`` hits) and the hybrid 
     reciprocal rank fusion, ``Σ w_m / (k + rank_m(tool))`` (Cormack, Clarke and Büttcher,
     SIGIR 2009), the previous default.
 
-Members are loaded by name through :func:`toolsearch.registry.load_backend`, so a third-party
-backend can be fused like a built-in one. The defaults — :data:`DEFAULT_MEMBERS` (embedding
-0.65, bm25 0.2, fts5 0.15), :data:`DEFAULT_MEMBER_OPTIONS` (bm25 with stemming and stop-words,
-the embedding member's int8 export), :data:`DEFAULT_NAME_WEIGHT` — are what
+Members are loaded through :func:`toolsearch.registry.load_backend`, so a third-party backend
+can be fused like a built-in one. A member's name is the registered backend it runs, unless its
+options name one (``member_options = {words = {backend = "bm25"}}``): the same backend can then
+be a member twice with different options. The defaults — :data:`DEFAULT_MEMBERS` (embedding
+0.65, bm25 0.2, bm25_unstemmed 0.15), :data:`DEFAULT_MEMBER_OPTIONS` (bm25 with stemming and
+stop-words, bm25_unstemmed on the words as written, the embedding member's int8 export),
+:data:`DEFAULT_NAME_WEIGHT` — are what
 ``benchmarks/ablation.py`` measured best on the dev splits of mcp-workbench, MetaTool and BFCL;
 README "Retrieval quality of the default" and ``docs/retrieval.md`` give the figures.
 
@@ -30,13 +33,14 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import ExitStack
 from functools import partial
 from typing import Any, ClassVar
 
 from toolsearch.backend import BaseBackend, Hit, IncrementalBackend, SearchBackend
 from toolsearch.errors import ConfigError
 from toolsearch.fusion import NORMALISERS, Fuser, NameWords, name_words, rrf_fuse
-from toolsearch.multistep import Ranking, search_steps
+from toolsearch.multistep import Ranking, search_steps, split_steps
 from toolsearch.query import ParsedQuery, parse_query
 from toolsearch.tool import Tool, pool_sort_key
 
@@ -53,19 +57,24 @@ __all__ = [
     "DEFAULT_MEMBER_OPTIONS",
     "DEFAULT_MIN_SIMILARITY",
     "DEFAULT_NAME_WEIGHT",
+    "DEFAULT_STEP_DEPTH",
     "FUSIONS",
     "HybridBackend",
     "rrf_fuse",
 ]
 
 #: Members and weights used when none are configured (measured, see the module docstring).
-DEFAULT_MEMBERS: Mapping[str, float] = {"embedding": 0.65, "bm25": 0.2, "fts5": 0.15}
+DEFAULT_MEMBERS: Mapping[str, float] = {"embedding": 0.65, "bm25": 0.2, "bm25_unstemmed": 0.15}
 #: Options a member starts from (``member_options`` updates them; ``precision = "fp32"`` or
-#: ``stem = false`` undoes one): bm25 stems and drops stop-words; the embedding member runs the
-#: default model's int8 export, which moves no metric or query style of the default by more than
-#: .01 and halves its encoding time (README "Speed", ``docs/speed.md``).
+#: ``stem = false`` undoes one): bm25 stems and drops stop-words; bm25_unstemmed is the bm25
+#: backend on the words as written (an exact word form counts twice: in both lexical members),
+#: ranking as the fts5 member it replaced did at a fraction of its cost on long requests
+#: (``docs/retrieval.md``); the embedding member runs the default model's int8 export, which
+#: moves no metric or query style of the default by more than .01 and halves its encoding time
+#: (README "Speed", ``docs/speed.md``).
 DEFAULT_MEMBER_OPTIONS: Mapping[str, Mapping[str, Any]] = {
     "bm25": {"stem": True, "stopwords": True},
+    "bm25_unstemmed": {"backend": "bm25", "stem": False},
     "embedding": {"precision": "int8"},
 }
 #: The fusion functions.
@@ -88,6 +97,10 @@ DEFAULT_MULTISTEP = True
 DEFAULT_K = 5
 #: How many hits each member contributes when ``depth`` is not configured.
 DEFAULT_DEPTH = 100
+#: How many hits each member contributes to a step of a multi-step request: a step's ranking
+#: only fills the first few merged places, and member depths from 10 to 100 scored the same
+#: on every dev split (``docs/retrieval.md``) while 30 fuses a third of the candidates.
+DEFAULT_STEP_DEPTH = 30
 #: Score normalisation of members not named in ``normalise``: cosines span a narrow band.
 _MINMAX_MEMBERS = frozenset({"embedding"})
 
@@ -112,7 +125,7 @@ def _check_members(members: Mapping[str, float] | Sequence[str] | None) -> dict[
         raise ConfigError("hybrid needs at least one member backend")
     for name, weight in chosen.items():
         if not isinstance(name, str) or not name:
-            raise ConfigError(f"hybrid member names must be backend names, got {name!r}")
+            raise ConfigError(f"hybrid member names must be non-empty strings, got {name!r}")
         if name == HybridBackend.name:
             raise ConfigError("hybrid cannot be a member of itself")
         if (
@@ -147,8 +160,22 @@ def _check_number(name: str, value: object, *, positive: bool = False) -> float:
     return float(value)
 
 
-def _check_normalise(normalise: Mapping[str, str] | None, members: Iterable[str]) -> dict[str, str]:
-    chosen = {m: ("minmax" if m in _MINMAX_MEMBERS else "max") for m in members}
+def member_backend(name: str, options: Mapping[str, Any]) -> str:
+    """The registered backend a member runs: the ``backend`` of its options, else its name."""
+    backend = options.get("backend", name)
+    if not isinstance(backend, str) or not backend:
+        raise ConfigError(
+            f"hybrid member_options[{name!r}].backend must be a backend name, got {backend!r}"
+        )
+    if backend == HybridBackend.name:
+        raise ConfigError(f"hybrid member {name!r}: hybrid cannot be a member of itself")
+    return backend
+
+
+def _check_normalise(
+    normalise: Mapping[str, str] | None, backends: Mapping[str, str]
+) -> dict[str, str]:
+    chosen = {m: ("minmax" if b in _MINMAX_MEMBERS else "max") for m, b in backends.items()}
     for member, method in dict(normalise or {}).items():
         if member not in chosen:
             raise ConfigError(f"hybrid normalise names {member!r}, which is not a member")
@@ -162,14 +189,15 @@ def _check_normalise(normalise: Mapping[str, str] | None, members: Iterable[str]
 
 
 def _default_min_scores(
-    members: Mapping[str, float], options: Mapping[str, Mapping[str, Any]]
+    members: Iterable[str], options: Mapping[str, Mapping[str, Any]]
 ) -> dict[str, float]:
-    """The calibrated abstention threshold of an embedding member whose similarities are a
-    calibrated model's (:mod:`toolsearch.backends.calibration`)."""
-    if "embedding" not in members:
-        return {}
-    limit = calibrated_min_similarity(options.get("embedding", {}))
-    return {} if limit is None else {"embedding": limit}
+    """The calibrated abstention threshold of the first embedding member whose similarities are
+    a calibrated model's (:mod:`toolsearch.backends.calibration`)."""
+    for name in members:
+        if member_backend(name, options[name]) == "embedding":
+            limit = calibrated_min_similarity(_constructor_options(options[name]))
+            return {} if limit is None else {name: limit}
+    return {}
 
 
 def _check_min_scores(
@@ -203,7 +231,21 @@ def _check_member_options(
             raise ConfigError(
                 f"hybrid member_options[{member!r}] must be a table of options, got {opts!r}"
             )
-    return {m: {**DEFAULT_MEMBER_OPTIONS.get(m, {}), **given.get(m, {})} for m in names}
+    chosen = {m: {**DEFAULT_MEMBER_OPTIONS.get(m, {}), **given.get(m, {})} for m in names}
+    for member, opts in chosen.items():
+        member_backend(member, opts)
+    return chosen
+
+
+def _constructor_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """A member's options as its backend's constructor takes them (without ``backend``)."""
+    return {key: value for key, value in options.items() if key != "backend"}
+
+
+def _load_member(name: str, options: Mapping[str, Any]) -> SearchBackend:
+    from toolsearch.registry import load_backend
+
+    return load_backend(member_backend(name, options), **_constructor_options(options))
 
 
 class HybridBackend(BaseBackend):
@@ -216,7 +258,8 @@ class HybridBackend(BaseBackend):
     of the name-match feature (convex fusion; 0 turns it off). ``exact_name_bonus``: what a
     tool whose whole name (two words or more) the query says gains (0 turns it off).
     ``multistep``: search each step
-    of a multi-clause request and merge (:mod:`toolsearch.multistep`). ``min_member_score``:
+    of a multi-clause request and merge (:mod:`toolsearch.multistep`); ``step_depth``: hits
+    each member contributes to a step (at least the requested ``k``). ``min_member_score``:
     ``{member: score}``; no hits ("no tool fits") when every listed member's best raw score is
     below its threshold (``docs/retrieval.md``); by default the calibrated threshold of the
     embedding member's model (:mod:`toolsearch.backends.calibration`); ``{}`` turns it off.
@@ -233,14 +276,8 @@ class HybridBackend(BaseBackend):
     name: ClassVar[str] = "hybrid"
     incremental = _AllMembersIncremental()
     persistent: ClassVar[bool] = False
-    extra: ClassVar[str | None] = "embedding,bm25,fts5"
-    requires: ClassVar[tuple[str, ...]] = (
-        "rank_bm25",
-        "numpy",
-        "Stemmer",
-        "sqlite_utils",
-        "sentence_transformers",
-    )
+    extra: ClassVar[str | None] = "embedding,bm25"
+    requires: ClassVar[tuple[str, ...]] = ("rank_bm25", "numpy", "Stemmer", "sentence_transformers")
 
     def __init__(
         self,
@@ -254,14 +291,16 @@ class HybridBackend(BaseBackend):
         name_weight: float = DEFAULT_NAME_WEIGHT,
         exact_name_bonus: float = DEFAULT_EXACT_NAME_BONUS,
         multistep: bool = DEFAULT_MULTISTEP,
+        step_depth: int = DEFAULT_STEP_DEPTH,
         min_member_score: Mapping[str, float] | None = None,
         background: bool | None = None,
     ) -> None:
         super().__init__()
         if isinstance(k, bool) or not isinstance(k, int | float) or not 0 <= k < math.inf:
             raise ConfigError(f"hybrid k must be a non-negative number, got {k!r}")
-        if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
-            raise ConfigError(f"hybrid depth must be a positive integer, got {depth!r}")
+        for label, value in (("depth", depth), ("step_depth", step_depth)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"hybrid {label} must be a positive integer, got {value!r}")
         if fusion not in FUSIONS:
             raise ConfigError(f"hybrid fusion must be one of {', '.join(FUSIONS)}, got {fusion!r}")
         if not isinstance(multistep, bool):
@@ -269,22 +308,22 @@ class HybridBackend(BaseBackend):
         self.multistep = multistep
         self.weights = _check_members(members)
         self.fusion = fusion
-        self.normalise = _check_normalise(normalise, self.weights)
+        self.member_options = _check_member_options(member_options, self.weights)
+        backends = {m: member_backend(m, self.member_options[m]) for m in self.weights}
+        self.normalise = _check_normalise(normalise, backends)
         self.name_weight = _check_number("name_weight", name_weight)
         self.exact_name_bonus = _check_number("exact_name_bonus", exact_name_bonus)
-        self.member_options = _check_member_options(member_options, self.weights)
         if min_member_score is None:
             min_member_score = _default_min_scores(self.weights, self.member_options)
         self.min_member_score = _check_min_scores(min_member_score, self.weights)
         if background is not None and not isinstance(background, bool):
             raise ConfigError(f"hybrid background must be true, false or None, got {background!r}")
-        from toolsearch.registry import load_backend
-
         self.background = background
         self._warming: dict[str, BackgroundUpdates] = {}
 
         self.k = k
         self.depth = depth
+        self.step_depth = step_depth
         self.fuser = Fuser(
             self.weights,
             fusion,
@@ -294,7 +333,7 @@ class HybridBackend(BaseBackend):
             exact_name_bonus=self.exact_name_bonus,
         )
         self.members: dict[str, SearchBackend] = {
-            member: load_backend(member, **self.member_options[member]) for member in self.weights
+            member: _load_member(member, self.member_options[member]) for member in self.weights
         }
         self._name_words: dict[str, NameWords] = {}
 
@@ -371,14 +410,17 @@ class HybridBackend(BaseBackend):
         """Block until background members are ready (or ``timeout`` s); True when all are."""
         return all(worker.wait(timeout) for worker in self._warming.values())
 
+    def _ready(self) -> list[str]:
+        """The members that rank now (not warming in the background), in member order."""
+        return [m for m in self.members if m not in self._warming or self._warming[m].ready]
+
+    def _member_search(self, member: str, query: ParsedQuery, depth: int) -> list[Hit]:
+        return [hit for hit in self.members[member].search(query, depth) if hit.score > 0]
+
     def member_hits(self, query: ParsedQuery, depth: int) -> dict[str, list[Hit]]:
         """Each ready member's best ``depth`` hits (score > 0) for ``query``; a member still
         warming in the background is left out."""
-        return {
-            name: [hit for hit in member.search(query, depth) if hit.score > 0]
-            for name, member in self.members.items()
-            if name not in self._warming or self._warming[name].ready
-        }
+        return {member: self._member_search(member, query, depth) for member in self._ready()}
 
     def fuse(self, query: ParsedQuery, hits: Mapping[str, Sequence[Hit]]) -> dict[str, float]:
         """Fused scores of the members' ``hits`` for ``query`` (tools not indexed left out):
@@ -402,23 +444,57 @@ class HybridBackend(BaseBackend):
         if k <= 0 or query.is_empty or not self._tools:
             return []
         depth = max(self.depth, k)
-        hits = self.member_hits(query, depth)
-        if self.abstains(hits):
-            return []
-        if self.multistep and not query.required:  # a one-step request is the whole ranking
+        steps = split_steps(query.raw) if self.multistep and not query.required else []
+        with self._queries_ahead([query, *map(parse_query, steps)] if len(steps) > 1 else []):
+            hits = self.member_hits(query, depth)
+            if self.abstains(hits):
+                return []
+            if len(steps) < 2:  # a one-step request is the whole ranking
+                return self._ranked(query, hits, k)
             whole = self._ranking(query, hits, depth)
-            return search_steps(self._step_ranking, query.raw, k, depth=depth, whole=whole)
-        return self._ranked(query, hits, k)
+            step_depth = max(self.step_depth, k)
+            return search_steps(self._step_ranking, query.raw, k, depth=step_depth, whole=whole)
+
+    def _queries_ahead(self, queries: Sequence[ParsedQuery]) -> ExitStack:
+        """Each ready member that can encode ``queries`` ahead of searching them (the embedding
+        member: a request and its steps at once, over the cores) does so for the block."""
+        stack = ExitStack()
+        try:
+            for name in self._ready() if queries else []:
+                ahead = getattr(self.members[name], "queries_ahead", None)
+                if ahead is not None:
+                    stack.enter_context(ahead(queries))
+        except BaseException:
+            stack.close()
+            raise
+        return stack
 
     def _step_ranking(self, text: str, k: int) -> Ranking:
-        query = parse_query(text)
-        return self._ranking(query, self.member_hits(query, max(self.depth, k)), k)
+        """A step's ranking: the leading member ranks at once (the step's confidence); the
+        other members and the fusion run only if the merge keeps the step."""
+        query, depth, ready = parse_query(text), k, self._ready()
+        if not ready:
+            return Ranking([], 0.0)
+        leading = self._leading(ready)
+        first = self._member_search(leading, query, depth)
+
+        def ranked() -> list[Hit]:
+            hits = {
+                m: first if m == leading else self._member_search(m, query, depth) for m in ready
+            }
+            return self._ranked(query, hits, k)
+
+        return Ranking(ranked, first[0].score if first else 0.0)
+
+    def _leading(self, members: Iterable[str]) -> str:
+        """The highest-weighted of ``members`` (the first of them on a tie)."""
+        return sorted(members, key=lambda member: -self.weights.get(member, 0.0))[0]
 
     def _ranking(self, query: ParsedQuery, hits: Mapping[str, Sequence[Hit]], k: int) -> Ranking:
         """The fused ranking with its confidence for multi-step merging: the best raw score of
         the highest-weighted member that ranked (the embedding's cosine by default)."""
-        leading = sorted(hits, key=lambda member: -self.weights.get(member, 0.0))
-        confidence = hits[leading[0]][0].score if leading and hits[leading[0]] else 0.0
+        leading = self._leading(hits) if hits else None
+        confidence = hits[leading][0].score if leading is not None and hits[leading] else 0.0
         return Ranking(self._ranked(query, hits, k), confidence)
 
     def _ranked(self, query: ParsedQuery, hits: Mapping[str, Sequence[Hit]], k: int) -> list[Hit]:
@@ -433,6 +509,7 @@ class HybridBackend(BaseBackend):
     def params(self) -> dict[str, object]:
         return {
             "members": list(self.weights),
+            "member_backends": {m: member_backend(m, o) for m, o in self.member_options.items()},
             "weights": dict(self.weights),
             "fusion": self.fusion,
             "k": self.k,
@@ -442,6 +519,7 @@ class HybridBackend(BaseBackend):
             "name_weight": self.name_weight,
             "exact_name_bonus": self.exact_name_bonus,
             "multistep": self.multistep,
+            "step_depth": self.step_depth,
             "min_member_score": dict(self.min_member_score),
             "member_params": {
                 name: member.params() if hasattr(member, "params") else {}

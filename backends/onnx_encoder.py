@@ -212,6 +212,7 @@ class OnnxEncoder:
         self.batch_invariant = precision == "fp32"
         self._session: Any = None
         self._tokenizer: Any = None
+        self._single: Any = None
         self._lock = threading.Lock()
 
     # ----------------------------------------------------------------- loading
@@ -267,6 +268,22 @@ class OnnxEncoder:
         for rows, part in zip(batches, parts, strict=True):
             out[rows] = part
         return out
+
+    def encode_alone(self, text: str) -> FloatMatrix:
+        """``text`` encoded alone (a batch of one: the vector a search of it gets, int8
+        included) on one thread, so that several texts can run side by side, one per core
+        (the embedding backend's ``queries_ahead``); for one short text, splitting its work
+        over threads costs more than it saves (docs/speed.md)."""
+        session, tokenizer = self._single_session()
+        return _run_batch(session, _tokenize(tokenizer, [text]), self.layout.pooling)
+
+    def _single_session(self) -> tuple[Any, Any]:
+        """A single-threaded session on the verified export (made on first use)."""
+        _, tokenizer = self._load()
+        with self._lock:
+            if self._single is None:
+                self._single = _new_session(self.file, 1)
+            return self._single, tokenizer
 
 
 def _batches(order: list[int], lengths: list[int], batch_size: int) -> list[list[int]]:

@@ -48,6 +48,7 @@ from toolsearch.backend import Hit
 from toolsearch.backends.encoders import DEFAULT_MODEL, TUNED_MODEL
 from toolsearch.backends.hybrid import DEFAULT_EXACT_NAME_BONUS as EXACT_NAME_BONUS
 from toolsearch.backends.hybrid import DEFAULT_MEMBER_OPTIONS
+from toolsearch.backends.hybrid import DEFAULT_STEP_DEPTH as STEP_DEPTH
 from toolsearch.bench.metrics import parse_metrics, per_query_scores
 from toolsearch.bench.significance import compare_backends
 from toolsearch.fusion import Fuser, NameWords, name_words
@@ -72,14 +73,29 @@ EMBEDDING_GRID = (0.5, 0.55, 0.6, 0.65, 0.7, 0.75)
 NAME_GRID = (0.0, 0.1, 0.2, 0.4)
 #: The exact-name bonus as a tier: above any fused score.
 EXACT_TIER = 1.0
-#: Split of the lexical share between stemmed bm25 and fts5 in the default.
-LEXICAL_SHARES = {"bm25_stem": 4 / 7, "fts5": 3 / 7}
+#: Split of the lexical share between stemmed and unstemmed bm25 in the default.
+LEXICAL_SHARES = {"bm25_stem": 4 / 7, "bm25": 3 / 7}
+#: The same split with fts5 as the unstemmed member, as the default had it before.
+FTS5_SHARES = {"bm25_stem": 4 / 7, "fts5": 3 / 7}
+#: The default hybrid's name for each member of this script.
+HYBRID_LABELS = {"bm25_stem": "bm25", "bm25": "bm25_unstemmed"}
 #: The highest recall@5 the abstention threshold may cost on any dev set.
 ABSTAIN_MAX_COST = 0.01
 ABSTAIN_GRID = tuple(round(0.10 + 0.01 * i, 2) for i in range(26))
 #: The default's row of the ablation, and its fusion with one search per request.
 DEFAULT_VARIANT = "+ multi-step (default)"
 ONE_SEARCH_VARIANT = "+ exact-name bonus"
+FTS5_VARIANT = "default with fts5 for unstemmed bm25"
+STEP_DEPTH_VARIANT = f"default with steps at depth {DEPTH}"
+MULTISTEP_TITLE = "Multi-step search against one search per request"
+UNSTEMMED_TITLE = "Unstemmed bm25 as the third member against fts5"
+STEP_DEPTH_TITLE = f"Steps ranked from {STEP_DEPTH} hits per member against {DEPTH}"
+#: Pairs of variants tested against each other: ``{key: (before, after)}``.
+PAIRS = {
+    "multistep_vs_one_search": (ONE_SEARCH_VARIANT, DEFAULT_VARIANT),
+    "unstemmed_bm25_vs_fts5": (FTS5_VARIANT, DEFAULT_VARIANT),
+    "step_depth": (STEP_DEPTH_VARIANT, DEFAULT_VARIANT),
+}
 
 
 def log(message: str) -> None:
@@ -95,6 +111,7 @@ class Variant:
     depth: int = DEPTH
     multistep: bool = False
     what: str = ""
+    step_depth: int = STEP_DEPTH
 
 
 def member_variant(member: str) -> Variant:
@@ -184,14 +201,18 @@ def load_data(name: str, split: str, limit: int | None, cache: Path) -> Data:
     step_hits = {
         m: member_hits(sample, spec, limit=limit, cache=cache, texts=texts)
         for m, spec in members.items()
-        if m in ("embedding", "bm25_stem", "fts5")
+        if m in ("embedding", "bm25_stem", "bm25", "fts5")
     }
     names = {tool.name: name_words(tool) for tool in sample.dataset.tools}
     return Data(sample, hits, step_hits, steps, names, task_groups(sample))
 
 
-def fused_hits(variant: Variant, text: str, hits: Mapping[str, Scored], names: Any) -> list[Hit]:
-    member = {m: [Hit(n, s) for n, s in hits[m][: variant.depth]] for m in variant.fuser.weights}
+def fused_hits(
+    variant: Variant, text: str, hits: Mapping[str, Scored], names: Any, depth: int | None = None
+) -> list[Hit]:
+    """``variant``'s fusion of the members' cached ``hits`` cut to ``depth`` (the variant's)."""
+    depth = variant.depth if depth is None else depth
+    member = {m: [Hit(n, s) for n, s in hits[m][:depth]] for m in variant.fuser.weights}
     fused = variant.fuser.fuse(parse_query(text), member, names)
     return [Hit(n, fused[n]) for n in sorted(fused, key=lambda n: -fused[n]) if fused[n] > 0]
 
@@ -213,7 +234,7 @@ def rank(data: Data, variant: Variant) -> dict[str, list[Hit]]:
             rankings = []
             for i, step in enumerate(steps):
                 part = {m: data.step_hits[m][f"{query.id}#{i}"] for m in weights}
-                hits = fused_hits(variant, step, part, data.names)
+                hits = fused_hits(variant, step, part, data.names, variant.step_depth)
                 rankings.append(Ranking(hits, _best(part[leading])))
             ranked = merge_steps(Ranking(ranked, _best(whole[leading])), rankings, DEPTH)
         out[query.id] = ranked[:DEPTH]
@@ -350,10 +371,17 @@ def variants(embedding: float, name_weight: float) -> list[Variant]:
         convex_variant(
             "+ name match", embedding, name_weight, {"fts5": 1.0}, "plus the name-match feature"
         ),
-        Variant(
+        convex_variant(
             "+ stemmed bm25",
+            embedding,
+            name_weight,
+            FTS5_SHARES,
+            "plus bm25 with stemming and stop-words as a third member",
+        ),
+        Variant(
+            "+ unstemmed bm25 for fts5",
             stemmed.fuser,
-            what="plus bm25 with stemming and stop-words as a third member",
+            what="the unstemmed lexical member is bm25 instead of fts5",
         ),
         one_search,
         Variant(
@@ -367,6 +395,23 @@ def variants(embedding: float, name_weight: float) -> list[Variant]:
             multistep=True,
             what="plus per-step search of multi-clause requests: steps at least as confident as "
             "the whole request merged in round-robin after its best hit",
+        ),
+        Variant(
+            STEP_DEPTH_VARIANT,
+            default,
+            multistep=True,
+            step_depth=DEPTH,
+            what=f"the default with each step ranked from {DEPTH} hits per member instead of "
+            f"{STEP_DEPTH}",
+        ),
+        Variant(
+            FTS5_VARIANT,
+            replace(
+                convex_variant("", embedding, name_weight, FTS5_SHARES).fuser,
+                exact_name_bonus=EXACT_NAME_BONUS,
+            ),
+            multistep=True,
+            what="the default with fts5 as its unstemmed lexical member, as it was before",
         ),
     ]
     return [*(member_variant(m) for m in MEMBERS), previous, *steps]
@@ -422,8 +467,10 @@ def check_against_backend(data: Data, variant: Variant, n: int = 25) -> None:
     from toolsearch.backends.hybrid import HybridBackend
 
     # the replay does not abstain
-    backend = HybridBackend(min_member_score={}, multistep=variant.multistep)
-    wanted = {("bm25" if m == "bm25_stem" else m): w for m, w in variant.fuser.weights.items()}
+    backend = HybridBackend(
+        min_member_score={}, multistep=variant.multistep, step_depth=variant.step_depth
+    )
+    wanted = {HYBRID_LABELS.get(m, m): w for m, w in variant.fuser.weights.items()}
     actual = dict(backend.fuser.weights)
     if set(actual) != set(wanted) or any(abs(actual[m] - wanted[m]) > 1e-9 for m in wanted):
         raise SystemExit(f"HybridBackend's weights {actual} are not the chosen {wanted}")
@@ -494,25 +541,26 @@ def best_member_gaps(results: Mapping[str, Any]) -> list[tuple[str, str, float, 
     return gaps
 
 
-def _multistep_effect(results: Mapping[str, Any]) -> str:
-    """One sentence: the default (multi-step) against one search per request, test splits."""
+def _pair_effect(results: Mapping[str, Any], key: str, title: str) -> str:
+    """One sentence: the pair ``PAIRS[key]`` tested against each other, test splits."""
+    before_variant, after_variant = PAIRS[key]
     parts = []
     for dataset, metric in (
         ("mcp-workbench", "recall@5"),
         ("metatool", "ndcg@10"),
         ("bfcl", "ndcg@10"),
     ):
-        before = _test(results, dataset, ONE_SEARCH_VARIANT, "all", metric)
-        after = _test(results, dataset, DEFAULT_VARIANT, "all", metric)
-        test = results["multistep_vs_one_search"][dataset]["test"][metric]
+        before = _test(results, dataset, before_variant, "all", metric)
+        after = _test(results, dataset, after_variant, "all", metric)
+        test = results[key][dataset]["test"][metric]
         verdict = "significant" if test["significant"] else "not significant"
         parts.append(f"{dataset} {metric} {before:.3f} → {after:.3f} (p = {test['p']}, {verdict})")
     task = [
         _test(results, "mcp-workbench", v, "task", "recall@5")
-        for v in (ONE_SEARCH_VARIANT, DEFAULT_VARIANT)
+        for v in (before_variant, after_variant)
     ]
     return (
-        "Multi-step search against one search per request (test splits, paired t-test): "
+        f"{title} (test splits, paired t-test): "
         + "; ".join(parts)
         + f"; mcp-workbench `task` recall@5 {task[0]:.3f} → {task[1]:.3f}."
     )
@@ -530,7 +578,9 @@ def markdown_targets(results: Mapping[str, Any]) -> str:
         for style, member, theirs, mine in best_member_gaps(results)
     )
     return (
-        f"{_multistep_effect(results)} "
+        f"{_pair_effect(results, 'multistep_vs_one_search', MULTISTEP_TITLE)} "
+        f"{_pair_effect(results, 'unstemmed_bm25_vs_fts5', UNSTEMMED_TITLE)} "
+        f"{_pair_effect(results, 'step_depth', STEP_DEPTH_TITLE)} "
         f"Against the targets (test splits): `keywords` hit@1 {wb('keywords', 'hit@1')} "
         f"(target .95); mcp-workbench recall@5 all / `hard` / `task` {wb('all')} / "
         f"{wb('hard')} / {wb('task')} ({wb('task', variant=ONE_SEARCH_VARIANT)} with one "
@@ -551,15 +601,16 @@ def evaluate_all(data: Mapping[tuple[str, str], Data], chosen: Sequence[Variant]
     base = "rrf (previous default)"
     table: dict[str, Any] = {d: {} for d in DATASETS}
     sig: dict[str, Any] = {d: {} for d in DATASETS}
-    steps: dict[str, Any] = {d: {} for d in DATASETS}
+    pairs: dict[str, Any] = {key: {d: {} for d in DATASETS} for key in PAIRS}
     for (dataset, split), item in data.items():
         log(f"scoring {dataset}/{split}")
         runs = {v.name: rank(item, v) for v in chosen}
         table[dataset][split] = {name: scores(item, run) for name, run in runs.items()}
         sig[dataset][split] = significance(item, runs, base)
-        one = {v: runs[v] for v in (ONE_SEARCH_VARIANT, DEFAULT_VARIANT)}
-        steps[dataset][split] = significance(item, one, ONE_SEARCH_VARIANT)[DEFAULT_VARIANT]
-    return {"scores": table, "significance": sig, "multistep_vs_one_search": steps}
+        for key, (before, after) in PAIRS.items():
+            pair = {v: runs[v] for v in (before, after)}
+            pairs[key][dataset][split] = significance(item, pair, before)[after]
+    return {"scores": table, "significance": sig} | pairs
 
 
 def abstention_report(

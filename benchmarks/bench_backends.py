@@ -7,9 +7,11 @@ bundled starter catalogue when those are absent). For every backend and size:
 * **index s** — ``backend.index(tools)`` from nothing;
 * **peak MB** — the rise of the process's peak resident memory while building and querying
   (each measurement runs in a fresh process, so allocations of one backend do not hide another's);
-* **p50 / p95 ms** — one ``ToolSearch.search(query, 5)`` call, for two query sets: *keyword*, the
-  ToolSearch-style phrases of ``bench_keyword.py`` (what a model sends), and *natural*, user
-  requests sampled from the BFCL and MetaTool query sets (long, full of common words);
+* **p50 / p95 ms** — one ``ToolSearch.search(query, 5)`` call, for three query sets: *keyword*,
+  the ToolSearch-style phrases of ``bench_keyword.py`` (what a model sends), *natural*, user
+  requests sampled from the BFCL and MetaTool query sets (long, full of common words), and
+  *task*, 100-word task descriptions joined from those requests (:func:`task_queries`; several
+  steps each, so the default's multi-step search has work to do);
 * **re-index 1 ms** — ``backend.upsert([one changed tool])`` on the built index;
 * **layer** — p50 through ``ToolSearch.search`` over p50 of the same ranking called directly
   (keyword queries without ``+required`` terms, calls interleaved):
@@ -113,6 +115,21 @@ def natural_queries() -> list[str]:
         queries = [q.text for q in load_dataset(folder).queries]
         texts += random.Random(0).sample(queries, min(NATURAL_PER_SET, len(queries)))
     return texts
+
+
+def task_queries(n: int = 36, words: int = 100) -> list[str]:
+    """Task descriptions of about ``words`` words, joined from consecutive user requests."""
+    pool = natural_queries()
+    out: list[str] = []
+    current: list[str] = []
+    for request in pool * 2:
+        current.append(request)
+        if sum(len(r.split()) for r in current) >= words:
+            out.append(" ".join(" ".join(current).split()[:words]))
+            current = []
+            if len(out) == n:
+                break
+    return out
 
 
 def datasets_used() -> list[dict[str, str]]:
@@ -231,6 +248,7 @@ def measure(name: str, size: int, *, rounds: int = 3) -> dict[str, Any]:
     """Every number of one (backend, size) cell, measured in this process."""
     tools = catalogue(size)
     natural = natural_queries()
+    tasks = task_queries()
     keyword = list(KEYWORD_QUERIES)
     backend = make_backend(name)
     peak_reset = _reset_peak()
@@ -248,6 +266,7 @@ def measure(name: str, size: int, *, rounds: int = 3) -> dict[str, Any]:
     layered_kw = _latencies(through_toolsearch, keyword, rounds)
     direct_kw = _latencies(direct, keyword, rounds)
     layered_nl = _latencies(through_toolsearch, natural, 1) if natural else []
+    layered_task = _latencies(through_toolsearch, tasks, 1) if tasks else []
     # The layer ratio from interleaved calls, so both sides see the same machine load, taking
     # turns at going first (the first call of a query meets colder caches); over the queries
     # without +required terms, whose filter the direct call does not apply.
@@ -293,6 +312,9 @@ def measure(name: str, size: int, *, rounds: int = 3) -> dict[str, Any]:
         "natural_queries": len(natural),
         "natural_p50_ms": _ms(statistics.median(layered_nl)) if layered_nl else None,
         "natural_p95_ms": _ms(_percentile(layered_nl, 0.95)) if layered_nl else None,
+        "task_queries": len(tasks),
+        "task_p50_ms": _ms(statistics.median(layered_task)) if layered_task else None,
+        "task_p95_ms": _ms(_percentile(layered_task, 0.95)) if layered_task else None,
         "layer_ratio": round(statistics.median(layer) / statistics.median(plain), 3),
         "direct_call": label,
         "reindex_one_p50_ms": _ms(statistics.median(reindex)) if reindex else None,
@@ -379,8 +401,8 @@ def markdown_default(rows: Sequence[dict[str, Any]]) -> str:
     the process's whole peak memory, and latency with query encoding."""
     lines = [
         "| tools | index s (cold cache) | peak RSS MiB | keyword p50 / p95 ms | "
-        "natural p50 / p95 ms | re-index 1 tool ms | multi-step |",
-        "|---:|---:|---:|---:|---:|---:|---|",
+        "natural p50 / p95 ms | 100-word task p50 / p95 ms | re-index 1 tool ms | multi-step |",
+        "|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in rows:
         multistep = r["params"].get("multistep")
@@ -388,6 +410,7 @@ def markdown_default(rows: Sequence[dict[str, Any]]) -> str:
             f"| {r['tools']:,} | {r['index_s']:.1f} | {_one(r.get('peak_rss_mb'))} | "
             f"{_one(r['keyword_p50_ms'])} / {_one(r['keyword_p95_ms'])} | "
             f"{_one(r['natural_p50_ms'])} / {_one(r['natural_p95_ms'])} | "
+            f"{_one(r.get('task_p50_ms'))} / {_one(r.get('task_p95_ms'))} | "
             f"{_one(r['reindex_one_p50_ms'])} | {'on' if multistep else 'off'} |"
         )
     return "\n".join(lines)

@@ -39,7 +39,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_backends import catalogue, fresh_cache_dir, natural_queries
+from bench_backends import catalogue, fresh_cache_dir, task_queries
 from bench_keyword import QUERIES
 
 from toolsearch.backends import onnx_encoder
@@ -76,21 +76,6 @@ def path_options(options: dict[str, str]) -> list[str]:
     for key, value in options.items():
         args += ["--option", f"embedding.{key}={value}"]
     return args
-
-
-def task_queries(n: int = 36, words: int = 100) -> list[str]:
-    """Task descriptions of about ``words`` words, joined from consecutive user requests."""
-    pool = natural_queries()
-    out: list[str] = []
-    current: list[str] = []
-    for request in pool * 2:
-        current.append(request)
-        if sum(len(r.split()) for r in current) >= words:
-            out.append(" ".join(" ".join(current).split()[:words]))
-            current = []
-            if len(out) == n:
-                break
-    return out
 
 
 def build(

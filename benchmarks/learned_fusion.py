@@ -2,10 +2,10 @@
 
     python benchmarks/learned_fusion.py --out benchmarks/results/learned_fusion.json
 
-Each query's candidates are the tools one of the default's members (embedding, stemmed bm25,
-fts5) ranks in its top :data:`CANDIDATES`. A candidate's features are what the hybrid already
-knows: each member's normalised score (the default's normalisations) and reciprocal rank, the
-embedding similarity and its gap to the query's best, the name-match (Dice) and whole-name
+Each query's candidates are the tools one of the default's members (embedding, stemmed and
+unstemmed bm25) ranks in its top :data:`CANDIDATES`. A candidate's features are what the hybrid
+already knows: each member's normalised score (the default's normalisations) and reciprocal rank,
+the embedding similarity and its gap to the query's best, the name-match (Dice) and whole-name
 features, and the default's own fused score. Two rankers score them: a linear pairwise model
 (logistic regression on the feature differences of relevant/non-relevant pairs of one query,
 RankNet's linear form) and LightGBM's LambdaMART. Every ranker, the default's convex fusion
@@ -58,7 +58,7 @@ CANDIDATES = 30
 PAIRS_PER_POSITIVE = 20
 SEED = 0
 #: The default's members: a learned ranker over them runs with what the hybrid already computes.
-FEATURE_MEMBERS: tuple[str, ...] = ("embedding", "bm25_stem", "fts5")
+FEATURE_MEMBERS: tuple[str, ...] = ("embedding", "bm25_stem", "bm25")
 
 
 def default_fused() -> Variant:

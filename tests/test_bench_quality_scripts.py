@@ -58,7 +58,7 @@ def _toy_data(queries: int = 40) -> SimpleNamespace:
     embedding's third: a ranker must learn to follow bm25."""
     tools = ["alpha_tool", "beta_tool", "gamma_tool", "delta_tool"]
     hits: dict[str, dict[str, list[tuple[str, float]]]] = {"embedding": {}, "bm25_stem": {}}
-    hits["fts5"] = {}
+    hits["bm25"] = {}
     qrels = {}
     for i in range(queries):
         gold = tools[i % 4]
@@ -66,7 +66,7 @@ def _toy_data(queries: int = 40) -> SimpleNamespace:
         qid = f"q{i}"
         hits["embedding"][qid] = [(rest[0], 0.6), (rest[1], 0.55), (gold, 0.5), (rest[2], 0.4)]
         hits["bm25_stem"][qid] = [(gold, 9.0), (rest[0], 2.0)]
-        hits["fts5"][qid] = []
+        hits["bm25"][qid] = []
         qrels[qid] = {gold: 1}
     sample = SimpleNamespace(qrels=qrels)
     return SimpleNamespace(hits=hits, names={}, sample=sample)

@@ -21,7 +21,7 @@ def test_backends_table_shows_the_extra_in_install_lines(
     assert main(["backends"]) == 0
     out = capsys.readouterr().out
     assert "pip install 'toolsearch[bm25]'" in out
-    assert "pip install 'toolsearch[embedding,bm25,fts5]'" in out
+    assert "pip install 'toolsearch[embedding,bm25]'" in out
     assert "``" not in out
 
 

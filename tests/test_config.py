@@ -233,7 +233,7 @@ def _hide_modules(monkeypatch: pytest.MonkeyPatch, *hidden: str) -> None:
     ("backend", "hidden", "line"),
     [
         ("embedding", ("sentence_transformers",), "pip install 'toolsearch[embedding]'"),
-        ("hybrid", ("sentence_transformers",), "pip install 'toolsearch[embedding,bm25,fts5]'"),
+        ("hybrid", ("sentence_transformers",), "pip install 'toolsearch[embedding,bm25]'"),
     ],
 )
 def test_missing_extra_gives_the_pip_line(

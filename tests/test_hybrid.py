@@ -17,11 +17,13 @@ from toolsearch.backends.hybrid import (
     DEFAULT_MEMBER_OPTIONS,
     DEFAULT_MEMBERS,
     HybridBackend,
+    member_backend,
     rrf_fuse,
 )
 from toolsearch.backends.keyword import KeywordBackend
 from toolsearch.engine import ToolSearch
 from toolsearch.errors import BackendError, ConfigError, UnknownBackendError
+from toolsearch.multistep import Ranking, merge_steps, split_steps
 from toolsearch.query import parse_query
 from toolsearch.tool import Tool
 
@@ -234,7 +236,8 @@ def test_bad_options(options: dict[str, Any], error: type[Exception], message: s
 def test_requires_and_extra_describe_the_default_members() -> None:
     requires: set[str] = set()
     extras: set[str] = set()
-    for member in DEFAULT_MEMBERS:
+    backends = {member_backend(m, DEFAULT_MEMBER_OPTIONS.get(m, {})) for m in DEFAULT_MEMBERS}
+    for member in backends:
         try:
             cls = registry._backend_class(member)
         except BackendError as exc:  # a default member whose module is not importable
@@ -246,7 +249,7 @@ def test_requires_and_extra_describe_the_default_members() -> None:
     assert DEFAULT_MEMBER_OPTIONS["bm25"]["stem"] is True
     assert set(HybridBackend.requires) == requires | {"Stemmer"}
     assert set((HybridBackend.extra or "").split(",")) - {""} == extras
-    incremental = all(registry._backend_class(m).incremental for m in DEFAULT_MEMBERS)
+    incremental = all(registry._backend_class(m).incremental for m in backends)
     assert HybridBackend.incremental is incremental
 
 
@@ -257,8 +260,10 @@ def test_default_is_convex_fusion_with_name_match_and_multistep() -> None:
     assert params["exact_name_bonus"] == 0.1
     assert params["normalise"] == {"keyword": "max", "embedding": "minmax"}
     assert params["multistep"] is True  # gated per-step search of long requests
-    assert DEFAULT_MEMBERS == {"embedding": 0.65, "bm25": 0.2, "fts5": 0.15}
+    assert DEFAULT_MEMBERS == {"embedding": 0.65, "bm25": 0.2, "bm25_unstemmed": 0.15}
     assert DEFAULT_MEMBER_OPTIONS["bm25"] == {"stem": True, "stopwords": True}
+    assert DEFAULT_MEMBER_OPTIONS["bm25_unstemmed"] == {"backend": "bm25", "stem": False}
+    assert params["member_backends"] == {"keyword": "keyword", "embedding": "embedding"}
     # the default's embedding member runs the int8 export; options of one's own update that
     assert HybridBackend().member_options["embedding"] == {"precision": "int8"}
     own = HybridBackend(member_options={"embedding": {"threads": 1}, "bm25": {"k1": 1.5}})
@@ -371,3 +376,77 @@ def test_the_default_puts_the_tool_the_query_names_first() -> None:
     query = parse_query("create a github pull request")
     assert plain.search(query, 1)[0].name == "mcp__github__create_pull_request_review"
     assert hybrid.search(query, 1)[0].name == "mcp__github__create_pull_request"
+
+
+def test_a_backend_can_be_a_member_twice_under_its_own_names() -> None:
+    hybrid = HybridBackend(
+        members={"stems": 1.0, "words": 1.0, "vectors": 1.0},
+        member_options={
+            "stems": {"backend": "bm25", "stem": True},
+            "words": {"backend": "bm25"},
+            "vectors": {"backend": "embedding", "encoder": HashingEncoder(), "cache_dir": None},
+        },
+    )
+    hybrid.index(_tools())
+    params = hybrid.params()
+    assert params["member_backends"] == {"stems": "bm25", "words": "bm25", "vectors": "embedding"}
+    # a member's normalisation follows its backend, not its name
+    assert params["normalise"] == {"stems": "max", "words": "max", "vectors": "minmax"}
+    assert hybrid.members["stems"].params()["stem"] is True
+    assert hybrid.members["words"].params()["stem"] is False
+    query = parse_query("sending messages to slack")
+    # only the stemmed member matches "sending" and "messages" to "send" and "message"
+    assert hybrid.members["stems"].search(query, 1)[0].name == "mcp__slack__send_message"
+    assert hybrid.search(query, 1)[0].name == "mcp__slack__send_message"
+
+
+def test_the_default_unstemmed_member_is_bm25_on_the_words_as_written() -> None:
+    hybrid = HybridBackend(member_options=FAKE_EMBEDDING)
+    member = hybrid.members["bm25_unstemmed"]
+    assert member.name == "bm25" and member.params()["stem"] is False
+    assert hybrid.members["bm25"].params()["stem"] is True
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "message"),
+    [
+        ({"words": {"backend": ""}}, ConfigError, r"member_options\['words'\].backend"),
+        ({"words": {"backend": 3}}, ConfigError, "must be a backend name, got 3"),
+        ({"words": {"backend": "hybrid"}}, ConfigError, "cannot be a member of itself"),
+        ({"words": {"backend": "nope"}}, UnknownBackendError, "unknown backend 'nope'"),
+        ({}, UnknownBackendError, "unknown backend 'words'"),
+    ],
+)
+def test_bad_member_backends(options: dict[str, Any], error: type[Exception], message: str) -> None:
+    with pytest.raises(error, match=message):
+        HybridBackend(members={"words": 1.0}, member_options=options)
+
+
+def test_a_dropped_step_costs_only_its_leading_member(monkeypatch: pytest.MonkeyPatch) -> None:
+    hybrid = _hybrid(members={"embedding": 1.0, "bm25": 0.5}, min_member_score={})
+    hybrid.index(_tools())
+    text = (
+        "read the recent messages of the slack channel, then create a calendar event with "
+        "attendees. Thank you so much for all of your kind help"
+    )
+    steps = split_steps(text)
+    assert len(steps) == 3
+    depth = hybrid.depth
+
+    def eager(step: str) -> Ranking:  # every member ranks every step
+        query = parse_query(step)
+        hits = hybrid.member_hits(query, depth)
+        return Ranking(hybrid._ranked(query, hits, depth), hits["embedding"][0].score)
+
+    whole = eager(text)
+    rankings = [eager(step) for step in steps]
+    kept = [s for s, r in zip(steps, rankings, strict=True) if r.confidence >= whole.confidence]
+    assert 0 < len(kept) < len(steps)  # the case this test is about: some steps are dropped
+    expected = merge_steps(whole, rankings, 5)
+
+    calls: list[str] = []
+    bm25 = hybrid.members["bm25"]
+    search = bm25.search
+    monkeypatch.setattr(bm25, "search", lambda q, k: calls.append(q.raw) or search(q, k))
+    assert hybrid.search(parse_query(text), 5) == expected
+    assert calls == [text, *kept]

@@ -304,3 +304,133 @@ def test_a_failed_export_in_the_child_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(BackendError, match="failed: the model cannot run with ONNX: its sentence"):
         export_in_child(not_a_model, target, "fp32")
     assert not target.exists()
+
+
+class AloneEncoder:
+    """A hashing encoder that can also encode one text alone (as the ONNX encoder can), and
+    records every text it encodes."""
+
+    cacheable = False
+    threads = 2
+
+    def __init__(self) -> None:
+        self.inner = HashingEncoder()
+        self.name = self.inner.name
+        self.seen: list[str] = []
+        self.alone: list[str] = []
+
+    def encode(self, texts: list[str]) -> Any:
+        self.seen += texts
+        return self.inner.encode(texts)
+
+    def encode_alone(self, text: str) -> Any:
+        self.alone.append(text)
+        return self.inner.encode([text])
+
+
+MULTI_STEP = (
+    "read the file from the local filesystem, then send a message to the slack channel "
+    "and create a new issue in the github repository"
+)
+
+
+def _multistep_hybrid(encoder: Any) -> HybridBackend:
+    hybrid = HybridBackend(
+        members={"embedding": 1.0, "bm25": 0.5},
+        member_options={"embedding": {"encoder": encoder, "cache_dir": None}},
+        min_member_score={},
+    )
+    hybrid.index(TOOLS)
+    return hybrid
+
+
+def test_a_request_and_its_steps_are_encoded_ahead_alone_with_the_same_ranking() -> None:
+    plain, alone = HashingEncoder(), AloneEncoder()
+    expected = _multistep_hybrid(plain).search(parse_query(MULTI_STEP), 4)
+    hybrid = _multistep_hybrid(alone)
+    alone.seen.clear()
+    assert hybrid.search(parse_query(MULTI_STEP), 4) == expected
+    # the request and its three steps, each once and alone; nothing encoded by search itself
+    assert len(alone.alone) == 4 and MULTI_STEP in alone.alone and alone.seen == []
+    member = hybrid.members["embedding"]
+    assert isinstance(member, EmbeddingBackend) and member._ahead == {}  # forgotten afterwards
+    # a one-step request is not encoded ahead
+    hybrid.search(parse_query("send a slack message"), 4)
+    assert len(alone.alone) == 4 and alone.seen == ["send a slack message"]
+
+
+def test_scores_computed_ahead_are_not_used_for_another_index() -> None:
+    member = EmbeddingBackend(encoder=AloneEncoder(), cache_dir=None)
+    member.index(TOOLS)
+    queries = [parse_query("read a file"), parse_query("send a message to slack")]
+    fresh = EmbeddingBackend(encoder=HashingEncoder(), cache_dir=None)
+    fresh.index(TOOLS[:2])
+    with member.queries_ahead(queries):
+        member.index(TOOLS[:2])  # the index changes inside the block
+        assert member.search(queries[1], 4) == fresh.search(queries[1], 4)
+
+
+def test_one_blas_thread_restores_the_callers_limit_across_threads() -> None:
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from toolsearch.backends.embedding import one_blas_thread
+
+    def blas_threads() -> list[int]:  # numpy's own BLAS (bundled in its wheel)
+        info = threadpoolctl.threadpool_info()
+        return [
+            lib["num_threads"]
+            for lib in info
+            if lib["user_api"] == "blas" and "numpy" in lib["filepath"]
+        ]
+
+    before = blas_threads()
+    if not before:
+        pytest.skip("numpy's BLAS is not one bundled in its wheel")
+    seen: list[list[int]] = []
+
+    def nested() -> None:  # as queries_ahead's workers score inside the caller's block
+        with one_blas_thread():
+            pass
+
+    with one_blas_thread():
+        seen.append(blas_threads())
+        worker = threading.Thread(target=nested)
+        worker.start()
+        worker.join()
+        seen.append(blas_threads())  # the worker's block ended; the limit stays
+    assert seen == [[1] * len(before)] * 2
+    assert blas_threads() == before
+    # the limit changes how fast, never what: products are the same to the bit
+    rng = np.random.default_rng(0)
+    matrix = rng.standard_normal((4000, 384)).astype(np.float32)
+    vector = rng.standard_normal(384).astype(np.float32)
+    with one_blas_thread():
+        single = matrix @ vector
+    np.testing.assert_array_equal(single, matrix @ vector)
+
+
+@pytest.mark.slow  # exports the shipped model's int8 variant once
+def test_int8_requests_encoded_ahead_rank_as_searched_one_by_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("sentence_transformers")
+    from contextlib import nullcontext
+
+    from toolsearch.catalog import load_catalog
+
+    encoder = default_encoder(onnx_dir=tmp_path, runtime="onnx", precision="int8")
+    text = "send a message to the team channel about the failed deploy"
+    np.testing.assert_array_equal(encoder.encode_alone(text), encoder.encode([text]))
+
+    tools = load_catalog(Path(__file__).resolve().parents[1] / "datasets" / "starter")
+    hybrid = HybridBackend(member_options={"embedding": {"cache_dir": str(tmp_path)}})
+    hybrid.index(tools)
+    requests = [
+        "Read the config file and then post a summary to the team chat channel",
+        "find the open issues in the repository, then email the list to my manager and "
+        "add a meeting to my calendar for tomorrow",
+    ]
+    ahead = [hybrid.search(parse_query(r), 10) for r in requests]
+    member = hybrid.members["embedding"]
+    monkeypatch.setattr(member, "queries_ahead", lambda queries: nullcontext())
+    assert [hybrid.search(parse_query(r), 10) for r in requests] == ahead

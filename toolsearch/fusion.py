@@ -119,7 +119,10 @@ def name_coverage(query: Collection[str], name: Collection[str]) -> float:
     ``create_pull_request_review`` for "create a github pull request")."""
     if not query or not name:
         return 0.0
-    shared = sum(1 for word in query if word in name)
+    if isinstance(query, set | frozenset) and isinstance(name, set | frozenset):
+        shared = len(query & name)  # walks the smaller set: a long request has many words
+    else:
+        shared = sum(1 for word in query if word in name)
     return 2 * shared / (len(query) + len(name))
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from toolsearch.backend import Hit
@@ -102,13 +101,24 @@ def merge_round_robin(rankings: Sequence[Sequence[Hit]], k: int, *, lead: int = 
     return [Hit(name, round(top * (n - i) / n, 12)) for i, name in enumerate(order)]
 
 
-@dataclass(frozen=True)
 class Ranking:
     """One search's hits and how sure it is: the best raw similarity of the backend's
-    confidence signal (the hybrid's leading member), comparable across queries."""
+    confidence signal (the hybrid's leading member), comparable across queries.
 
-    hits: list[Hit]
-    confidence: float
+    ``hits`` may be a function computing them: :func:`merge_steps` reads the hits of the steps
+    it keeps only, so a backend that knows a step's confidence early (the hybrid, from its
+    leading member) skips the rest of the work for steps that are dropped.
+    """
+
+    def __init__(self, hits: list[Hit] | Callable[[], list[Hit]], confidence: float) -> None:
+        self._hits = hits
+        self.confidence = confidence
+
+    @property
+    def hits(self) -> list[Hit]:
+        if callable(self._hits):
+            self._hits = self._hits()
+        return self._hits
 
 
 def merge_steps(whole: Ranking, steps: Sequence[Ranking], k: int, *, lead: int = LEAD) -> list[Hit]:
