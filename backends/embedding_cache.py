@@ -229,6 +229,8 @@ def encode_cached(
             vectors[text] = row
         if cache is not None:
             _store(cache, encoder.name, [(keys[t], vectors[t]) for t in missing])
+        if len(missing) >= _TRIM_AFTER:
+            release_freed_heap()
     dims = {vectors[text].shape[0] for text in unique}
     if len(dims) != 1:
         raise BackendError(
@@ -241,6 +243,23 @@ def encode_cached(
         out[i] = vectors[text]
     out /= _row_norms(out)
     return out
+
+
+#: Texts encoded in one call after which freed heap is handed back (:func:`release_freed_heap`).
+_TRIM_AFTER = 1000
+
+
+def release_freed_heap() -> None:
+    """Hand the heap that was freed back to the system (glibc's ``malloc_trim``; nothing where
+    there is no glibc). After a large cold encode, glibc keeps what ONNX Runtime's batches
+    freed, and whatever is built next (the hybrid's lexical indexes) would add to it
+    (docs/speed.md, "Memory of a large build")."""
+    import ctypes
+
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        return
 
 
 #: Vectors written to the cache per transaction (bounds the bytes copied at once).

@@ -230,13 +230,12 @@ def _rss_kb(field: str) -> int | None:
 def _reset_peak() -> bool:
     """Return freed heap to the system, then reset the peak-RSS counter to the current RSS, so
     the peak afterwards shows what the measured code added (Linux; False elsewhere)."""
-    import contextlib
-    import ctypes
     import gc
 
+    from toolsearch.backends.embedding_cache import release_freed_heap
+
     gc.collect()
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    release_freed_heap()
     try:
         Path("/proc/self/clear_refs").write_text("5")
     except OSError:

@@ -469,3 +469,22 @@ def test_remember_queries_batches_only_where_the_batch_changes_nothing() -> None
         EmbeddingBackend(encoder=encoder, cache_dir=None).remember_queries(texts)
     assert [len(batch) for batch in steady.calls] == [3]
     assert [len(batch) for batch in variant.calls] == [1, 1, 1]
+
+
+def test_a_large_cold_encode_hands_freed_heap_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from toolsearch.backends import embedding_cache
+
+    trims: list[int] = []
+    monkeypatch.setattr(embedding_cache, "release_freed_heap", lambda: trims.append(1))
+    cache = embedding_cache.EmbeddingCache(tmp_path)
+    encoder = HashingEncoder()
+    few = [f"tool text {i}" for i in range(embedding_cache._TRIM_AFTER - 1)]
+    embedding_cache.encode_cached(encoder, few, cache)
+    assert trims == []  # a small catalogue: not worth a trim
+    many = few + [f"another tool {i}" for i in range(embedding_cache._TRIM_AFTER)]
+    embedding_cache.encode_cached(encoder, many, cache)
+    assert trims == [1]  # 1,000 texts encoded in one call
+    embedding_cache.encode_cached(encoder, many, cache)
+    assert trims == [1]  # all from the cache: nothing was encoded
