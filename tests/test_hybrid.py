@@ -310,6 +310,8 @@ def test_multistep_option_searches_each_step() -> None:
         ({"exact_name_bonus": -0.5}, "exact_name_bonus must be non-negative"),
         ({"exact_name_bonus": float("nan")}, "exact_name_bonus must be a finite number"),
         ({"multistep": "yes"}, "multistep must be true or false"),
+        ({"step_depth": 0}, "step_depth must be a positive integer, got 0"),
+        ({"step_depth": True}, "step_depth must be a positive integer, got True"),
     ],
 )
 def test_bad_fusion_options(options: dict[str, Any], message: str) -> None:
@@ -431,15 +433,13 @@ def test_a_dropped_step_costs_only_its_leading_member(monkeypatch: pytest.Monkey
     )
     steps = split_steps(text)
     assert len(steps) == 3
-    depth = hybrid.depth
-
-    def eager(step: str) -> Ranking:  # every member ranks every step
+    def eager(step: str, depth: int) -> Ranking:  # every member ranks every step
         query = parse_query(step)
         hits = hybrid.member_hits(query, depth)
         return Ranking(hybrid._ranked(query, hits, depth), hits["embedding"][0].score)
 
-    whole = eager(text)
-    rankings = [eager(step) for step in steps]
+    whole = eager(text, hybrid.depth)
+    rankings = [eager(step, hybrid.step_depth) for step in steps]
     kept = [s for s, r in zip(steps, rankings, strict=True) if r.confidence >= whole.confidence]
     assert 0 < len(kept) < len(steps)  # the case this test is about: some steps are dropped
     expected = merge_steps(whole, rankings, 5)
