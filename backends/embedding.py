@@ -164,8 +164,8 @@ class EmbeddingBackend(BaseBackend):
         self._names: list[str] = []
         self._matrix: FloatMatrix | None = None
         self._query_vectors: OrderedDict[str, FloatMatrix] = OrderedDict()
-        # query text -> (vector, scores, the tool matrix scored), see queries_ahead
-        self._ahead: dict[str, tuple[FloatMatrix, FloatMatrix, FloatMatrix]] = {}
+        # query text -> (its scores, the tool matrix they are for), see queries_ahead
+        self._ahead: dict[str, tuple[FloatMatrix, FloatMatrix]] = {}
         self._pool: ThreadPoolExecutor | None = None
         self.query_adapter = _adapter(query_adapter, self.encoder.name)
         self._adapter_path = os.fspath(query_adapter) if query_adapter is not None else None
@@ -215,9 +215,8 @@ class EmbeddingBackend(BaseBackend):
             yield
             return
 
-        def ahead(text: str) -> tuple[FloatMatrix, FloatMatrix, FloatMatrix]:
-            vector = self._finish(alone(text), 1)[0]
-            return vector, _scores(matrix, vector), matrix
+        def ahead(text: str) -> tuple[FloatMatrix, FloatMatrix]:
+            return _scores(matrix, self._finish(alone(text), 1)[0]), matrix
 
         longest_first = sorted(texts, key=len, reverse=True)
         with one_blas_thread():
@@ -350,8 +349,8 @@ class EmbeddingBackend(BaseBackend):
         if not text.strip():
             return []
         ahead = self._ahead.get(text)
-        if ahead is not None and ahead[2] is matrix:
-            scores = ahead[1]
+        if ahead is not None and ahead[1] is matrix:
+            scores = ahead[0]
         else:
             vector = self._query_vector(text)
             if vector.shape[0] != matrix.shape[1]:
@@ -421,8 +420,8 @@ _ONE_BLAS_THREAD = _OneBlasThread()
 def one_blas_thread() -> AbstractContextManager[None]:
     """BLAS limited to one thread for the block (threadpoolctl; a no-op without it).
 
-    A query's product with the tool matrix is memory-bound: a second BLAS thread saves about
-    0.3 ms at 10,000 tools, but OpenBLAS's idle workers then spin for a while and take the core
+    A query's product with the tool matrix is memory-bound: a second BLAS thread saves little,
+    but OpenBLAS's idle workers then spin for a while and take the core
     the ONNX encoder needs for the next request's texts; single-threaded products of several
     queries can run side by side instead (docs/speed.md)."""
     return _ONE_BLAS_THREAD

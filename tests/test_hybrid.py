@@ -433,6 +433,7 @@ def test_a_dropped_step_costs_only_its_leading_member(monkeypatch: pytest.Monkey
     )
     steps = split_steps(text)
     assert len(steps) == 3
+
     def eager(step: str, depth: int) -> Ranking:  # every member ranks every step
         query = parse_query(step)
         hits = hybrid.member_hits(query, depth)
