@@ -40,7 +40,7 @@ from typing import Any, ClassVar
 from toolsearch.backend import BaseBackend, Hit, IncrementalBackend, SearchBackend
 from toolsearch.errors import ConfigError
 from toolsearch.fusion import NORMALISERS, Fuser, NameWords, name_words, rrf_fuse
-from toolsearch.multistep import Ranking, search_steps, split_steps
+from toolsearch.multistep import Ranking, merge_steps, split_steps
 from toolsearch.query import ParsedQuery, parse_query
 from toolsearch.tool import Tool, pool_sort_key
 
@@ -242,12 +242,6 @@ def _constructor_options(options: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in options.items() if key != "backend"}
 
 
-def _load_member(name: str, options: Mapping[str, Any]) -> SearchBackend:
-    from toolsearch.registry import load_backend
-
-    return load_backend(member_backend(name, options), **_constructor_options(options))
-
-
 class HybridBackend(BaseBackend):
     """Fusion of other backends: normalised convex combination (default) or RRF.
 
@@ -309,8 +303,9 @@ class HybridBackend(BaseBackend):
         self.weights = _check_members(members)
         self.fusion = fusion
         self.member_options = _check_member_options(member_options, self.weights)
-        backends = {m: member_backend(m, self.member_options[m]) for m in self.weights}
-        self.normalise = _check_normalise(normalise, backends)
+        #: The registered backend each member runs (its name, or its ``backend`` option).
+        self.member_backends = {m: member_backend(m, self.member_options[m]) for m in self.weights}
+        self.normalise = _check_normalise(normalise, self.member_backends)
         self.name_weight = _check_number("name_weight", name_weight)
         self.exact_name_bonus = _check_number("exact_name_bonus", exact_name_bonus)
         if min_member_score is None:
@@ -318,6 +313,8 @@ class HybridBackend(BaseBackend):
         self.min_member_score = _check_min_scores(min_member_score, self.weights)
         if background is not None and not isinstance(background, bool):
             raise ConfigError(f"hybrid background must be true, false or None, got {background!r}")
+        from toolsearch.registry import load_backend
+
         self.background = background
         self._warming: dict[str, BackgroundUpdates] = {}
 
@@ -333,7 +330,8 @@ class HybridBackend(BaseBackend):
             exact_name_bonus=self.exact_name_bonus,
         )
         self.members: dict[str, SearchBackend] = {
-            member: _load_member(member, self.member_options[member]) for member in self.weights
+            member: load_backend(backend, **_constructor_options(self.member_options[member]))
+            for member, backend in self.member_backends.items()
         }
         self._name_words: dict[str, NameWords] = {}
 
@@ -451,9 +449,9 @@ class HybridBackend(BaseBackend):
                 return []
             if len(steps) < 2:  # a one-step request is the whole ranking
                 return self._ranked(query, hits, k)
-            whole = self._ranking(query, hits, depth)
             step_depth = max(self.step_depth, k)
-            return search_steps(self._step_ranking, query.raw, k, depth=step_depth, whole=whole)
+            steps_ranked = [self._step_ranking(step, step_depth) for step in steps]
+            return merge_steps(self._ranking(query, hits, depth), steps_ranked, k)
 
     def _queries_ahead(self, queries: Sequence[ParsedQuery]) -> ExitStack:
         """Each ready member that can encode ``queries`` ahead of searching them (the embedding
@@ -509,7 +507,7 @@ class HybridBackend(BaseBackend):
     def params(self) -> dict[str, object]:
         return {
             "members": list(self.weights),
-            "member_backends": {m: member_backend(m, o) for m, o in self.member_options.items()},
+            "member_backends": dict(self.member_backends),
             "weights": dict(self.weights),
             "fusion": self.fusion,
             "k": self.k,
