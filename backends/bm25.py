@@ -82,8 +82,6 @@ _COMPACT_FRACTION = 8
 _COMPACT_MIN = 256
 # Sample size per requested hit when bounding the top-k threshold (see BM25Index.select).
 _SAMPLE_PER_K = 64
-# Candidate sets up to this size are put in order in Python (by pool_sort_key).
-_PYTHON_SORT_MAX = 256
 
 
 def _number(name: str, value: object, *, low: float, high: float | None = None) -> float:
@@ -428,8 +426,8 @@ class BM25Index:
             kth = np.partition(values, candidates.size - k)[candidates.size - k]
             candidates = candidates[values >= kth]
         slots = self._slots
-        if candidates.size > _PYTHON_SORT_MAX and not self._delta_bags:
-            # A large tie and no upserts since the last build: slot order is pool order.
+        if not self._delta_bags:
+            # No upserts since the last build: slot order is pool order.
             order = np.lexsort((candidates, -scores[candidates]))[:k]
             chosen = candidates[order].tolist()
             return [(slots[s], float(scores[s])) for s in chosen]

@@ -21,7 +21,7 @@ import logging
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -78,6 +78,9 @@ logger = logging.getLogger(__name__)
 DEFAULT_MAX_WORDS: int | None = 128
 # Scores are rounded so that identical vectors tie exactly whatever BLAS kernel computed them.
 _SCORE_DECIMALS = 6
+# Tool rows per block of a product (see _scores_many): about 0.8 MB of float32 384-dimensional
+# vectors, which stays in a core's L2 cache while every vector of a request is multiplied.
+_BLOCK_ROWS = 512
 
 
 class EmbeddingBackend(BaseBackend):
@@ -215,22 +218,29 @@ class EmbeddingBackend(BaseBackend):
             yield
             return
 
-        def ahead(text: str) -> tuple[FloatMatrix, FloatMatrix]:
-            return _scores(matrix, self._finish(alone(text), 1)[0]), matrix
+        def vector(text: str) -> FloatMatrix:
+            return self._finish(alone(text), 1)[0]
 
         longest_first = sorted(texts, key=len, reverse=True)
+        pool = self._ahead_pool()
         with one_blas_thread():
-            results = list(self._ahead_pool().map(ahead, longest_first))
-        self._ahead.update(zip(longest_first, results, strict=True))
+            vectors = list(pool.map(vector, longest_first))
+        scores = _scores_many(matrix, vectors, pool.map, parts=self._ahead_workers())
+        self._ahead.update((text, (scores[i], matrix)) for i, text in enumerate(longest_first))
         try:
             yield
         finally:
             for text in texts:
                 self._ahead.pop(text, None)
 
+    def _ahead_workers(self) -> int:
+        """Threads of :meth:`queries_ahead`: one per core the encoder may use."""
+        threads: int | None = getattr(self.encoder, "threads", None)
+        return threads or os.cpu_count() or 1
+
     def _ahead_pool(self) -> ThreadPoolExecutor:
         if self._pool is None:
-            workers = getattr(self.encoder, "threads", None) or os.cpu_count() or 1
+            workers = self._ahead_workers()
             self._pool = ThreadPoolExecutor(workers, thread_name_prefix="embedding-ahead")
         return self._pool
 
@@ -358,8 +368,7 @@ class EmbeddingBackend(BaseBackend):
             scores = _scores(matrix, vector)
         n = scores.shape[0]
         if k < n:
-            top = np.argpartition(-scores, k - 1)[:k]
-            threshold = scores[top].min()
+            threshold = np.partition(scores, n - k)[n - k]  # the k-th best score
             # every row tied with the k-th best competes, so the tie-break stays pool order
             candidates = np.flatnonzero(scores >= max(threshold, np.float32(1e-12)))
         else:
@@ -429,11 +438,41 @@ def one_blas_thread() -> AbstractContextManager[None]:
 
 def _scores(matrix: FloatMatrix, vector: FloatMatrix) -> FloatMatrix:
     """Cosine of ``vector`` with every row of ``matrix``, rounded (see :data:`_SCORE_DECIMALS`)."""
+    return _scores_many(matrix, [vector])[0]
+
+
+def _scores_many(
+    matrix: FloatMatrix,
+    vectors: Sequence[FloatMatrix],
+    run: Callable[[Callable[[range], None], list[range]], Iterable[None]] = map,
+    parts: int = 1,
+) -> FloatMatrix:
+    """Cosines of each of ``vectors`` (one row each) with every row of ``matrix``, rounded.
+
+    The matrix is taken :data:`_BLOCK_ROWS` rows at a time and each block is multiplied with
+    every vector while it is in cache: the product is memory-bound, so a long request and its
+    steps read the tool matrix once instead of once per text. ``run`` maps the work over
+    ``parts`` ranges of blocks (a thread pool's ``map`` puts them on several cores). Every
+    block's product is the same BLAS call whichever path asks for it, so a score is equal to
+    the bit whatever the number of vectors or parts."""
     import numpy as np
 
+    rows = matrix.shape[0]
+    out: FloatMatrix = np.empty((len(vectors), rows), dtype=np.float32)
+    starts = range(0, rows, _BLOCK_ROWS)
+    share = -(-len(starts) // max(1, parts)) or 1
+
+    def multiply(block_starts: range) -> None:
+        for start in block_starts:
+            block = matrix[start : start + _BLOCK_ROWS]
+            for row, vector in enumerate(vectors):
+                np.matmul(block, vector, out=out[row, start : start + block.shape[0]])
+
     with one_blas_thread():
-        scores: FloatMatrix = np.round(matrix @ vector, _SCORE_DECIMALS)
-    return scores
+        for _ in run(multiply, [starts[i : i + share] for i in range(0, len(starts), share)]):
+            pass
+    np.round(out, _SCORE_DECIMALS, out=out)
+    return out
 
 
 def _query_text(query: ParsedQuery) -> str:

@@ -31,6 +31,7 @@ when its vectors are ready (:meth:`HybridBackend.member_states`, logs; docs/spee
 from __future__ import annotations
 
 import asyncio
+import heapq
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import ExitStack
@@ -40,7 +41,7 @@ from typing import Any, ClassVar
 from toolsearch.backend import BaseBackend, Hit, IncrementalBackend, SearchBackend
 from toolsearch.errors import ConfigError
 from toolsearch.fusion import NORMALISERS, Fuser, NameWords, name_words, rrf_fuse
-from toolsearch.multistep import Ranking, merge_steps, split_steps
+from toolsearch.multistep import LEAD, Ranking, merge_steps, split_steps
 from toolsearch.query import ParsedQuery, parse_query
 from toolsearch.tool import Tool, pool_sort_key
 
@@ -334,9 +335,12 @@ class HybridBackend(BaseBackend):
             for member, backend in self.member_backends.items()
         }
         self._name_words: dict[str, NameWords] = {}
+        self._pool_position: dict[str, int] = {}
 
     def _set_tools(self, ordered: Sequence[Tool]) -> None:
         self._tools = {tool.name: tool for tool in ordered}
+        # ties break by pool order: each tool's place in it, for sorting
+        self._pool_position = {name: i for i, name in enumerate(self._tools)}
         words = self._name_words
         self._name_words = {tool.name: words.get(tool.name) or name_words(tool) for tool in ordered}
 
@@ -443,15 +447,18 @@ class HybridBackend(BaseBackend):
             return []
         depth = max(self.depth, k)
         steps = split_steps(query.raw) if self.multistep and not query.required else []
-        with self._queries_ahead([query, *map(parse_query, steps)] if len(steps) > 1 else []):
+        parsed = [parse_query(step) for step in steps] if len(steps) > 1 else []
+        with self._queries_ahead([query, *parsed] if parsed else []):
             hits = self.member_hits(query, depth)
             if self.abstains(hits):
                 return []
-            if len(steps) < 2:  # a one-step request is the whole ranking
+            if not parsed:  # a one-step request is the whole ranking
                 return self._ranked(query, hits, k)
+            # The merge places no hit from deeper than k (+ the lead) of any ranking among its
+            # first k, so the rankings are cut there (module multistep).
             step_depth = max(self.step_depth, k)
-            steps_ranked = [self._step_ranking(step, step_depth) for step in steps]
-            return merge_steps(self._ranking(query, hits, depth), steps_ranked, k)
+            steps_ranked = [self._step_ranking(step, step_depth, k) for step in parsed]
+            return merge_steps(self._ranking(query, hits, k + LEAD), steps_ranked, k)
 
     def _queries_ahead(self, queries: Sequence[ParsedQuery]) -> ExitStack:
         """Each ready member that can encode ``queries`` ahead of searching them (the embedding
@@ -467,10 +474,11 @@ class HybridBackend(BaseBackend):
             raise
         return stack
 
-    def _step_ranking(self, text: str, k: int) -> Ranking:
-        """A step's ranking: the leading member ranks at once (the step's confidence); the
-        other members and the fusion run only if the merge keeps the step."""
-        query, depth, ready = parse_query(text), k, self._ready()
+    def _step_ranking(self, query: ParsedQuery, depth: int, k: int) -> Ranking:
+        """A step's best ``k`` from ``depth`` hits per member: the leading member ranks at once
+        (the step's confidence); the other members and the fusion run only if the merge keeps
+        the step."""
+        ready = self._ready()
         if not ready:
             return Ranking([], 0.0)
         leading = self._leading(ready)
@@ -500,9 +508,9 @@ class HybridBackend(BaseBackend):
         if query.is_empty:
             return []
         fused = self.fuse(query, hits)
-        tools = self._tools
-        ranked = sorted(fused, key=lambda name: (-fused[name], pool_sort_key(tools[name])))
-        return [Hit(name, fused[name]) for name in ranked[:k] if fused[name] > 0]
+        position = self._pool_position
+        ranked = heapq.nsmallest(k, fused, key=lambda name: (-fused[name], position[name]))
+        return [Hit(name, fused[name]) for name in ranked if fused[name] > 0]
 
     def params(self) -> dict[str, object]:
         return {

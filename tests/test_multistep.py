@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from toolsearch.backend import Hit
@@ -130,3 +132,22 @@ def test_search_many_merges_the_queries() -> None:
 def test_search_many_rejects_bad_queries(bad: object) -> None:
     with pytest.raises(QueryError, match="non-empty list"):
         _engine().search_many(bad, 5)  # type: ignore[arg-type]
+
+
+def test_merge_steps_reads_no_deeper_than_k_of_any_ranking() -> None:
+    rng = random.Random(7)
+    names = [f"t{i}" for i in range(12)]
+    for _ in range(500):
+        k, lead = rng.randint(1, 6), rng.randint(0, 2)
+
+        def ranking() -> list[Hit]:
+            picked = rng.sample(names, rng.randint(0, len(names)))
+            return [Hit(n, 1.0 - i / 100) for i, n in enumerate(picked)]
+
+        whole = ranking()
+        steps = [(ranking(), rng.choice([0.4, 0.6])) for _ in range(rng.randint(1, 4))]
+        full = merge_steps(Ranking(whole, 0.5), [Ranking(h, c) for h, c in steps], k, lead=lead)
+        cut = merge_steps(
+            Ranking(whole[: k + lead], 0.5), [Ranking(h[:k], c) for h, c in steps], k, lead=lead
+        )
+        assert cut == full

@@ -408,6 +408,24 @@ def test_one_blas_thread_restores_the_callers_limit_across_threads() -> None:
     np.testing.assert_array_equal(single, matrix @ vector)
 
 
+def test_block_products_of_many_vectors_equal_one_vector_at_a_time() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from toolsearch.backends.embedding import _BLOCK_ROWS, _scores, _scores_many
+
+    rng = np.random.default_rng(1)
+    rows = 3 * _BLOCK_ROWS + 77  # a short last block
+    matrix = rng.standard_normal((rows, 384)).astype(np.float32)
+    vectors = list(rng.standard_normal((7, 384)).astype(np.float32))
+    one_by_one = np.stack([_scores(matrix, vector) for vector in vectors])
+    assert one_by_one.shape == (7, rows)
+    np.testing.assert_allclose(one_by_one[0], np.round(matrix @ vectors[0], 6), atol=1e-5)
+    with ThreadPoolExecutor(3) as pool:
+        for parts in (1, 2, 3, 8):
+            together = _scores_many(matrix, vectors, pool.map, parts=parts)
+            np.testing.assert_array_equal(together, one_by_one)
+
+
 @pytest.mark.slow  # exports the shipped model's int8 variant once
 def test_int8_requests_encoded_ahead_rank_as_searched_one_by_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

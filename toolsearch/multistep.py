@@ -123,7 +123,9 @@ class Ranking:
 
 def merge_steps(whole: Ranking, steps: Sequence[Ranking], k: int, *, lead: int = LEAD) -> list[Hit]:
     """The whole request's ranking merged with the steps at least as confident as it (see the
-    module); the whole ranking alone, cut to ``k``, when no step is."""
+    module); the whole ranking alone, cut to ``k``, when no step is. Only the whole ranking's
+    first ``k + lead`` hits and each step's first ``k`` can reach the result, so a caller may
+    rank no deeper."""
     kept = [step.hits for step in steps if step.confidence >= whole.confidence]
     if not kept:
         return whole.hits[: max(k, 0)]
