@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from toolsearch.dataset import Dataset, Query
 from toolsearch.errors import ConfigError, MissingExtraError
@@ -32,19 +32,31 @@ __all__ = [
     "batches",
     "fine_tune",
     "load_trainable",
+    "mine_hard_negatives",
+    "recipe_pairs",
     "save_model",
     "training_pairs",
 ]
 
-#: ``(request, gold tool text, gold tool name)``.
-Pair = tuple[str, str, str]
+
+class Pair(NamedTuple):
+    """A request, the text and name of one of its gold tools and, when mined, a hard negative:
+    a tool of the same catalogue the request does not ask for (empty strings when none)."""
+
+    request: str
+    text: str
+    name: str
+    negative: str = ""
+    negative_name: str = ""
 
 
 @dataclass(frozen=True)
 class Recipe:
     """How a model is trained: batch size, AdamW learning rate, share of linear warm-up (then
     linear decay to zero), passes over the pairs, word pieces kept per text, seed, CPU threads
-    and the similarity scale of the loss."""
+    and the similarity scale of the loss. ``hard_negatives``: each request also meets one mined
+    hard negative (:func:`mine_hard_negatives`, at most ``negative_margin`` x its gold tool's
+    similarity)."""
 
     batch: int = 32
     learning_rate: float = 2e-5
@@ -54,9 +66,16 @@ class Recipe:
     seed: int = 42
     threads: int = 2
     scale: float = 20.0
+    hard_negatives: bool = True
+    negative_margin: float = 0.95
 
     def describe(self) -> dict[str, Any]:
-        return asdict(self)
+        """The settings, as recorded with a trained model and hashed into cache keys (the
+        mining settings only when mining is on, so a plain recipe keeps its record)."""
+        settings = asdict(self)
+        if not self.hard_negatives:
+            del settings["hard_negatives"], settings["negative_margin"]
+        return settings
 
 
 def training_pairs(
@@ -75,24 +94,79 @@ def training_pairs(
                 if grade > 0 and name in tools:
                     if name not in texts:
                         texts[name] = tool_text(tools[name], fields, max_words)
-                    pairs.append((query.text, texts[name], name))
+                    pairs.append(Pair(query.text, texts[name], name))
+    return pairs
+
+
+def recipe_pairs(
+    model: Any,
+    labelled: Sequence[tuple[Dataset, Sequence[Query]]],
+    fields: Sequence[str],
+    max_words: int | None,
+    recipe: Recipe,
+) -> list[Pair]:
+    """The pairs ``recipe`` trains ``model`` on: with mined hard negatives when it asks for
+    them (mined by ``model`` before training), else :func:`training_pairs`."""
+    if recipe.hard_negatives:
+        return mine_hard_negatives(model, labelled, fields, max_words, recipe.negative_margin)
+    return training_pairs(labelled, fields, max_words)
+
+
+def mine_hard_negatives(
+    model: Any,
+    labelled: Iterable[tuple[Dataset, Sequence[Query]]],
+    fields: Sequence[str],
+    max_words: int | None,
+    margin: float = 0.95,
+) -> list[Pair]:
+    """:func:`training_pairs` with a hard negative each: the tool of the request's catalogue
+    that ``model`` ranks highest among those that are not a gold tool of the request and are
+    less similar than ``margin`` x the gold tool (NV-Retriever's positive-aware "TopK-PercPos"
+    mining, Moreira et al. 2024: the margin keeps unlabelled true answers out). A pair keeps no
+    negative when no tool qualifies."""
+    pairs: list[Pair] = []
+    for dataset, queries in labelled:
+        found = training_pairs([(dataset, queries)], fields, max_words)
+        if not found:
+            continue
+        tools = list({tool.name: tool for tool in dataset.tools}.values())
+        texts = [tool_text(tool, fields, max_words) for tool in tools]
+        slot = {tool.name: i for i, tool in enumerate(tools)}
+        gold: dict[str, set[str]] = {}
+        for query in queries:
+            graded = dataset.qrels.get(query.id, {})
+            gold.setdefault(query.text, set()).update(n for n, g in graded.items() if g > 0)
+        requests = list(gold)
+        encode = {"normalize_embeddings": True, "convert_to_numpy": True, "batch_size": 64}
+        similarity = model.encode(requests, **encode) @ model.encode(texts, **encode).T
+        row = {text: i for i, text in enumerate(requests)}
+        for pair in found:
+            scores = similarity[row[pair.request]]
+            ceiling = margin * scores[slot[pair.name]]
+            for j in scores.argsort()[::-1]:
+                if tools[j].name not in gold[pair.request] and scores[j] < ceiling:
+                    pair = pair._replace(negative=texts[j], negative_name=tools[j].name)
+                    break
+            pairs.append(pair)
     return pairs
 
 
 def batches(pairs: Sequence[Pair], size: int) -> list[list[Pair]]:
     """The pairs in batches of at most ``size``, each pair in the first batch that has room and
-    does not hold its tool yet."""
+    holds none of its tools (gold or negative) yet: a second copy of a gold tool would count as
+    a wrong answer."""
     out: list[list[Pair]] = []
     tools: list[set[str]] = []
     for pair in pairs:
+        mine = {pair.name, pair.negative_name} - {""}
         for batch, names in zip(out, tools, strict=True):
-            if len(batch) < size and pair[2] not in names:
+            if len(batch) < size and not mine & names:
                 batch.append(pair)
-                names.add(pair[2])
+                names.update(mine)
                 break
         else:
             out.append([pair])
-            tools.append({pair[2]})
+            tools.append(set(mine))
     return out
 
 
@@ -155,10 +229,12 @@ def fine_tune(model: Any, pairs: Sequence[Pair], recipe: Recipe = Recipe()) -> d
 
 
 def _batch_loss(torch: Any, model: Any, batch: Sequence[Pair], scale: float) -> Any:
-    """Cross-entropy of each request over its batch's tool texts (cosine x ``scale``)."""
+    """Cross-entropy of each request over its batch's tool texts, gold and hard negatives
+    (cosine x ``scale``)."""
     functional = torch.nn.functional
-    requests = model(model.preprocess([p[0] for p in batch]))["sentence_embedding"]
-    tools = model(model.preprocess([p[1] for p in batch]))["sentence_embedding"]
+    texts = [p.text for p in batch] + [p.negative for p in batch if p.negative_name]
+    requests = model(model.preprocess([p.request for p in batch]))["sentence_embedding"]
+    tools = model(model.preprocess(texts))["sentence_embedding"]
     similarity = functional.normalize(requests, dim=-1) @ functional.normalize(tools, dim=-1).T
     return functional.cross_entropy(scale * similarity, torch.arange(len(batch)))
 

@@ -39,8 +39,8 @@ from toolsearch.backends.fine_tuning import (
     Recipe,
     fine_tune,
     load_trainable,
+    recipe_pairs,
     save_model,
-    training_pairs,
 )
 
 #: The training recipe: the library's defaults, fixed before measuring.
@@ -62,18 +62,21 @@ def base_path() -> Path:
     return path
 
 
-def _key(datasets: Sequence[str], limit: int) -> str:
+def _key(datasets: Sequence[str], limit: int, recipe: Recipe) -> str:
     samples = [load_sample(d, "dev", limit).key(limit) for d in datasets]
-    text = json.dumps([RECIPE.describe(), model_fingerprint(base_path()), list(datasets), samples])
+    text = json.dumps([recipe.describe(), model_fingerprint(base_path()), list(datasets), samples])
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def train(datasets: Sequence[str], out: Path, limit: int = LIMIT) -> dict[str, Any]:
+def train(
+    datasets: Sequence[str], out: Path, limit: int = LIMIT, recipe: Recipe = RECIPE
+) -> dict[str, Any]:
     """Train the base model on the dev samples of ``datasets`` and save it to ``out``."""
     samples = [load_sample(d, "dev", limit) for d in datasets]
-    model = load_trainable(base_path(), RECIPE)
+    model = load_trainable(base_path(), recipe)
     labelled = [(s.dataset, s.queries) for s in samples]
-    info = fine_tune(model, training_pairs(labelled, DEFAULT_FIELDS, DEFAULT_MAX_WORDS), RECIPE)
+    pairs = recipe_pairs(model, labelled, DEFAULT_FIELDS, DEFAULT_MAX_WORDS, recipe)
+    info = fine_tune(model, pairs, recipe)
     record = {
         "base_model": BASE_MODEL,
         "datasets": list(datasets),
@@ -99,12 +102,13 @@ def _stored_fidelity(trained: Any, folder: Path) -> float:
     return round(float((before * after).sum(axis=1).min()), 6)
 
 
-def fold_model(left_out: str, limit: int = LIMIT) -> Path:
-    """The model trained without ``left_out`` (trained now unless cached)."""
+def fold_model(left_out: str, limit: int = LIMIT, recipe: Recipe = RECIPE) -> Path:
+    """The model trained by ``recipe`` without ``left_out`` (trained now unless cached)."""
     others = [d for d in DATASETS if d != left_out]
-    folder = default_cache_dir() / "fine_tuned" / f"without-{left_out}-{_key(others, limit)}"
+    key = _key(others, limit, recipe)
+    folder = default_cache_dir() / "fine_tuned" / f"without-{left_out}-{key}"
     if not (folder / "toolsearch-training.json").is_file():
-        train(others, folder, limit)
+        train(others, folder, limit, recipe)
     return folder
 
 

@@ -8,7 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from toolsearch.backends.fine_tuning import Recipe, fine_tune, training_pairs
+from toolsearch.backends.fine_tuning import (
+    Pair,
+    Recipe,
+    batches,
+    fine_tune,
+    mine_hard_negatives,
+    training_pairs,
+)
 from toolsearch.backends.tool_text import DEFAULT_FIELDS, tool_text
 from toolsearch.cli import main
 from toolsearch.dataset import load_dataset
@@ -48,9 +55,11 @@ def test_a_pair_per_graded_gold_tool_with_the_embedded_text(tmp_path: Path) -> N
     dataset = load_dataset(_write_dataset(tmp_path / "d"))
     pairs = training_pairs([(dataset, dataset.queries)], DEFAULT_FIELDS, 128)
     assert len(pairs) == 8  # the negative query has no gold tool
-    request, text, name = pairs[0]
-    assert (request, name) == ("will it rain in Oslo tomorrow", "mcp__weather__forecast")
-    assert text == tool_text(TOOLS[0], DEFAULT_FIELDS, 128)
+    first = pairs[0]
+    assert first.request == "will it rain in Oslo tomorrow"
+    assert first.name == "mcp__weather__forecast"
+    assert first.text == tool_text(TOOLS[0], DEFAULT_FIELDS, 128)
+    assert first.negative == first.negative_name == ""  # mined only when the recipe asks
 
 
 def test_no_labelled_query_is_a_clear_error() -> None:
@@ -66,7 +75,9 @@ def test_cli_full_rejects_mixed_and_impossible_arguments(
     assert main(["train", data, "--out", str(out), "--full", "--steps", "5"]) == 2
     assert "--steps sets adapter training" in capsys.readouterr().err
     assert main(["train", data, "--out", str(tmp_path / "a.npz"), "--epochs", "2"]) == 2
-    assert "--epochs applies to --full only" in capsys.readouterr().err
+    assert "--epochs and --no-hard-negatives apply to --full only" in capsys.readouterr().err
+    assert main(["train", data, "--out", str(tmp_path / "a.npz"), "--no-hard-negatives"]) == 2
+    assert "apply to --full only" in capsys.readouterr().err
     file = tmp_path / "taken"
     file.write_text("keep me")
     assert main(["train", data, "--out", str(file), "--full", "--force"]) == 2
@@ -97,3 +108,77 @@ def test_cli_full_trains_a_model_the_backend_can_use(
     backend.index(TOOLS)
     hits = backend.search(parse_query("will it rain in Oslo tomorrow"), 2)
     assert hits[0].name == "mcp__weather__forecast"
+
+
+class _FixedModel:
+    """Encodes each text as a fixed vector, so mining can be checked without a network model."""
+
+    def __init__(self, vectors: dict[str, list[float]]) -> None:
+        self.vectors = vectors
+
+    def encode(self, texts: list[str], **_: object) -> object:
+        import numpy as np
+
+        rows = np.array([self.vectors[t] for t in texts], dtype=np.float64)
+        return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def test_mined_negative_is_the_best_non_gold_tool_below_the_margin(tmp_path: Path) -> None:
+    dataset = load_dataset(_write_dataset(tmp_path / "d"))
+    request = "will it rain in Oslo tomorrow"
+    query = next(q for q in dataset.queries if q.text == request)
+    texts = {t.name: tool_text(t, DEFAULT_FIELDS, 128) for t in TOOLS}
+    vectors = {q.text: [0.0, 0.0, 1.0] for q in dataset.queries}
+    vectors[request] = [1.0, 0.0, 0.0]
+    vectors[texts["mcp__weather__forecast"]] = [1.0, 0.1, 0.0]  # gold, cosine .995
+    vectors[texts["mcp__calendar__create_event"]] = [1.0, 0.2, 0.0]  # .98: within the margin
+    vectors[texts["mcp__mail__send_email"]] = [1.0, 0.6, 0.0]  # .86: the hard negative
+    vectors[texts["mcp__files__read_file"]] = [0.0, 1.0, 0.0]
+    model, labelled = _FixedModel(vectors), [(dataset, [query])]
+    pairs = mine_hard_negatives(model, labelled, DEFAULT_FIELDS, 128)
+    assert [(p.name, p.negative_name) for p in pairs] == [
+        ("mcp__weather__forecast", "mcp__mail__send_email")
+    ]
+    assert pairs[0].negative == texts["mcp__mail__send_email"]
+    strict = mine_hard_negatives(model, labelled, DEFAULT_FIELDS, 128, 0.5)
+    assert strict[0].negative_name == "mcp__files__read_file"
+    none = mine_hard_negatives(model, labelled, DEFAULT_FIELDS, 128, 0.0)
+    assert none[0].negative_name == "" and none[0].text == pairs[0].text
+
+
+def test_a_batch_never_holds_a_tool_twice_as_gold_or_negative() -> None:
+    pairs = [
+        Pair("a", "A", "tool_a", "B", "tool_b"),
+        Pair("b", "B", "tool_b", "C", "tool_c"),  # its gold is the first pair's negative
+        Pair("c", "C2", "tool_d", "A", "tool_a"),  # its negative is the first pair's gold
+        Pair("d", "E", "tool_e"),
+    ]
+    grouped = batches(pairs, 32)
+    assert [[p.request for p in batch] for batch in grouped] == [["a", "d"], ["b", "c"]]
+
+
+def test_plain_recipe_keeps_its_record_and_mining_is_recorded() -> None:
+    assert "hard_negatives" not in Recipe(hard_negatives=False).describe()
+    mined = Recipe().describe()
+    assert mined["hard_negatives"] is True and mined["negative_margin"] == 0.95
+
+
+def test_hard_negatives_are_extra_columns_of_the_loss() -> None:
+    torch = pytest.importorskip("torch")
+    from toolsearch.backends.fine_tuning import _batch_loss
+
+    table = {"q1": [1.0, 0.0], "q2": [0.0, 1.0], "A": [1.0, 0.2], "B": [0.1, 1.0], "N": [1.0, 0.0]}
+
+    class Model:
+        def preprocess(self, texts: list[str]) -> list[str]:
+            return texts
+
+        def __call__(self, texts: list[str]) -> dict[str, object]:
+            return {"sentence_embedding": torch.tensor([table[t] for t in texts])}
+
+    batch = [Pair("q1", "A", "a", "N", "n"), Pair("q2", "B", "b")]
+    functional = torch.nn.functional
+    q = functional.normalize(torch.tensor([table["q1"], table["q2"]]), dim=-1)
+    t = functional.normalize(torch.tensor([table["A"], table["B"], table["N"]]), dim=-1)
+    expected = functional.cross_entropy(20.0 * q @ t.T, torch.arange(2))
+    assert torch.allclose(_batch_loss(torch, Model(), batch, 20.0), expected)

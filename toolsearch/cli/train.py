@@ -61,6 +61,13 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--epochs", type=positive_int, default=None, help="passes over the queries with --full (1)"
     )
+    parser.add_argument(
+        "--no-hard-negatives",
+        dest="hard_negatives",
+        action="store_false",
+        help="with --full, train on in-batch negatives only (default: each query also meets "
+        "one mined hard negative)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -76,8 +83,10 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"{out} exists; pass --force to overwrite it")
     if args.full and args.steps is not None:
         raise ConfigError("--steps sets adapter training; with --full, --epochs sets the passes")
-    if not args.full and args.epochs is not None:
-        raise ConfigError("--epochs applies to --full only; an adapter trains for --steps")
+    if not args.full and (args.epochs is not None or not args.hard_negatives):
+        raise ConfigError(
+            "--epochs and --no-hard-negatives apply to --full only; an adapter trains for --steps"
+        )
     if args.full and out.exists() and not out.is_dir():
         raise ConfigError(f"{out} is a file; --full writes a model folder")
     datasets = [load_dataset(resolve_dataset(spec)) for spec in args.dataset]
@@ -113,8 +122,8 @@ def _fine_tune(
         Recipe,
         fine_tune,
         load_trainable,
+        recipe_pairs,
         save_model,
-        training_pairs,
     )
 
     model_ref = model_ref or DEFAULT_MODEL
@@ -124,9 +133,10 @@ def _fine_tune(
             f"embedding model {model_ref!r} is not a local folder; fine-tuning needs its files "
             "on disk (toolsearch never downloads models)"
         )
-    recipe = Recipe(seed=args.seed, epochs=args.epochs or 1)
+    recipe = Recipe(seed=args.seed, epochs=args.epochs or 1, hard_negatives=args.hard_negatives)
     model = load_trainable(path, recipe)
-    info = fine_tune(model, training_pairs(labelled, backend.fields, backend.max_words), recipe)
+    pairs = recipe_pairs(model, labelled, backend.fields, backend.max_words, recipe)
+    info = fine_tune(model, pairs, recipe)
     record = {"base_model": model_ref, "datasets": [d.name for d, _ in labelled]}
     save_model(model, out, record | {"split": args.split, **info})
     print(
