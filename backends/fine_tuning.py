@@ -136,7 +136,7 @@ def mine_hard_negatives(
         for query in queries:
             graded = dataset.qrels.get(query.id, {})
             gold.setdefault(query.text, set()).update(n for n, g in graded.items() if g > 0)
-        requests = list(gold)
+        requests = [text for text, names in gold.items() if names]
         encode = {"normalize_embeddings": True, "convert_to_numpy": True, "batch_size": 64}
         similarity = model.encode(requests, **encode) @ model.encode(texts, **encode).T
         row = {text: i for i, text in enumerate(requests)}
