@@ -131,3 +131,16 @@ def test_fine_tune_table_has_each_fold_left_out_once() -> None:
     assert (
         f"| mcp-workbench `task` | {data['shipped']['mcp-workbench']['task']['queries']} |" in table
     )
+
+
+def test_the_current_setting_stays_unless_beaten_by_more_than_the_margin() -> None:
+    ablation = _script("ablation")
+    margin = ablation.CHOICE_MARGIN
+    grid = {
+        (0.65, 0.2): {"a": 0.70, "b": 0.70},
+        (0.65, 0.1): {"a": 0.70 + margin / 2, "b": 0.70},
+        (0.7, 0.1): {"a": 0.60, "b": 0.90},
+    }
+    assert ablation.choose_default(grid, ["a"], (0.65, 0.2))[:2] == (0.65, 0.2)
+    assert ablation.choose_default(grid, ["a"])[:2] == (0.65, 0.1)  # no current setting
+    assert ablation.choose_default(grid, ["a", "b"], (0.65, 0.2))[:2] == (0.7, 0.1)
