@@ -424,11 +424,14 @@ class HybridBackend(BaseBackend):
         warming in the background is left out."""
         return {member: self._member_search(member, query, depth) for member in self._ready()}
 
-    def fuse(self, query: ParsedQuery, hits: Mapping[str, Sequence[Hit]]) -> dict[str, float]:
+    def fuse(
+        self, query: ParsedQuery, hits: Mapping[str, Sequence[Hit]], k: int | None = None
+    ) -> dict[str, float]:
         """Fused scores of the members' ``hits`` for ``query`` (tools not indexed left out):
         the whole ranking step after the members, public so benchmarks can replay cached
-        member hits through exactly this code."""
-        fused = self.fuser.fuse(query, hits, self._name_words)
+        member hits through exactly this code. With ``k``, only tools that can be among the
+        best ``k`` (:meth:`Fuser.fuse`)."""
+        fused = self.fuser.fuse(query, hits, self._name_words, k)
         return {name: score for name, score in fused.items() if name in self._tools}
 
     def abstains(self, hits: Mapping[str, Sequence[Hit]]) -> bool:
@@ -507,7 +510,7 @@ class HybridBackend(BaseBackend):
         """The fused ranking of ``query`` from its member ``hits``."""
         if query.is_empty:
             return []
-        fused = self.fuse(query, hits)
+        fused = self.fuse(query, hits, k)
         position = self._pool_position
         ranked = heapq.nsmallest(k, fused, key=lambda name: (-fused[name], position[name]))
         return [Hit(name, fused[name]) for name in ranked if fused[name] > 0]

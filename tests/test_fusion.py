@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from toolsearch.backend import Hit
@@ -97,3 +99,49 @@ def test_exact_name_bonus_puts_the_named_tool_above_a_stronger_paraphrase() -> N
     fused = tiered.fuse(query, hits, names)
     assert max(fused.items(), key=lambda p: p[1])[0] == tools[0].name
     assert fused[tools[1].name] == named.fuse(query, hits, names)[tools[1].name]
+
+
+def test_fusing_for_the_best_k_keeps_every_tool_that_can_reach_them() -> None:
+    rng = random.Random(3)
+    vocabulary = [
+        "create",
+        "read",
+        "update",
+        "delete",
+        "issue",
+        "pull",
+        "request",
+        "file",
+        "slack",
+        "message",
+        "list",
+    ]
+    named = {
+        f"mcp__{rng.choice(['git', 'chat', 'files'])}__{'_'.join(rng.sample(vocabulary, 2))}"
+        for _ in range(80)
+    }
+    tools = [Tool(name, "") for name in sorted(named)]
+    names = {tool.name: name_words(tool) for tool in tools}
+    fuser = Fuser(
+        {"embedding": 0.65, "bm25": 0.35},
+        "convex",
+        {"embedding": "minmax", "bm25": "max"},
+        name_weight=0.2,
+        exact_name_bonus=0.1,
+    )
+    left_out = 0
+    for _ in range(200):
+        query = parse_query(" ".join(rng.sample(vocabulary, rng.randint(1, 9))))
+        hits = {
+            member: [Hit(t.name, rng.random()) for t in rng.sample(tools, rng.randint(0, 40))]
+            for member in ("embedding", "bm25")
+        }
+        hits = {m: sorted(h, key=lambda hit: -hit.score) for m, h in hits.items()}
+        full = fuser.fuse(query, hits, names)
+        k = rng.randint(1, 12)
+        pruned = fuser.fuse(query, hits, names, k)
+        assert all(full[name] == score for name, score in pruned.items())
+        best = sorted(full, key=lambda name: (-full[name], name))[:k]
+        assert best == sorted(pruned, key=lambda name: (-pruned[name], name))[:k]
+        left_out += len(full) - len(pruned)
+    assert left_out > 0  # the bound did leave tools out

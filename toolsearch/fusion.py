@@ -30,6 +30,7 @@ The measurements behind all three are in ``docs/retrieval.md``.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -174,15 +175,19 @@ class Fuser:
         query: ParsedQuery,
         hits: Mapping[str, Sequence[Hit]],
         names: Mapping[str, NameWords],
+        k: int | None = None,
     ) -> dict[str, float]:
         """Fused scores of the members' ``hits``; ``names`` maps tools to their
-        :func:`name_words`."""
+        :func:`name_words`. With ``k``, only the tools of ``names`` that can still be among
+        the best ``k`` once their name bonus is added (see :meth:`_reachable`)."""
         if self.fusion == "rrf":
             rankings = {m: [hit.name for hit in found] for m, found in hits.items()}
             return rrf_fuse(rankings, self.weights, self.k)
         fused = convex_fuse(hits, self.weights, self.methods)
         if self.name_weight > 0 or self.exact_name_bonus > 0:
             words = query_words(query)
+            if k is not None:
+                fused = self._reachable(fused, words, names, k)
             for name in fused:
                 found = names.get(name)
                 if found is not None:
@@ -190,6 +195,27 @@ class Fuser:
                         fused[name] + self._name_bonus(words, found), _SCORE_DECIMALS
                     )
         return fused
+
+    def _reachable(
+        self,
+        fused: dict[str, float],
+        words: frozenset[str],
+        names: Mapping[str, NameWords],
+        k: int,
+    ) -> dict[str, float]:
+        """The tools of ``fused`` (those in ``names``) whose score plus the largest bonus any
+        of them could get reaches the ``k``-th best score before bonuses: the ``k`` best
+        before bonuses keep at least that score after, so no other tool can pass them. The
+        Dice coefficient of the query's words with a name of at most ``W`` words is at most
+        ``2W / (|Q| + W)``, so for a long request the bound, and the work, is small."""
+        fused = {name: score for name, score in fused.items() if name in names}
+        if len(fused) <= k:
+            return fused
+        kth = heapq.nlargest(k, fused.values())[-1]
+        longest = max(len(names[name].words) for name in fused)
+        dice = min(1.0, 2 * longest / (len(words) + longest)) if longest else 0.0
+        floor = kth - self.name_weight * dice - self.exact_name_bonus - 1e-9
+        return {name: score for name, score in fused.items() if score >= floor}
 
     def _name_bonus(self, words: frozenset[str], found: NameWords) -> float:
         """What a tool's name adds to its fused score for a query of content ``words``."""
