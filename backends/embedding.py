@@ -219,7 +219,8 @@ class EmbeddingBackend(BaseBackend):
             return
 
         def vector(text: str) -> FloatMatrix:
-            return self._finish(alone(text), 1)[0]
+            encoded: FloatMatrix = self._finish(alone(text), 1)[0]
+            return encoded
 
         longest_first = sorted(texts, key=len, reverse=True)
         pool = self._ahead_pool()
@@ -438,7 +439,8 @@ def one_blas_thread() -> AbstractContextManager[None]:
 
 def _scores(matrix: FloatMatrix, vector: FloatMatrix) -> FloatMatrix:
     """Cosine of ``vector`` with every row of ``matrix``, rounded (see :data:`_SCORE_DECIMALS`)."""
-    return _scores_many(matrix, [vector])[0]
+    scores: FloatMatrix = _scores_many(matrix, [vector])[0]
+    return scores
 
 
 def _scores_many(

@@ -108,9 +108,10 @@ def test_member_run_key_follows_the_backends_settings() -> None:
 
 
 def test_fine_tune_batches_never_hold_a_tool_twice_and_keep_every_pair() -> None:
+    from toolsearch.backends.fine_tuning import Pair
     from toolsearch.backends.fine_tuning import batches as make_batches
 
-    pairs = [(f"request {i}", f"text {i % 5}", f"tool{i % 5}") for i in range(40)]
+    pairs = [Pair(f"request {i}", f"text {i % 5}", f"tool{i % 5}") for i in range(40)]
     batches = make_batches(pairs, 4)
     assert sorted(p for b in batches for p in b) == sorted(pairs)
     assert all(len(b) <= 4 and len({p[2] for p in b}) == len(b) for b in batches)
