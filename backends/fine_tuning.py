@@ -124,6 +124,8 @@ def mine_hard_negatives(
     less similar than ``margin`` x the gold tool (NV-Retriever's positive-aware "TopK-PercPos"
     mining, Moreira et al. 2024: the margin keeps unlabelled true answers out). A pair keeps no
     negative when no tool qualifies."""
+    if not 0 < margin <= 1:
+        raise ConfigError(f"negative_margin must be in (0, 1], got {margin!r}")
     pairs: list[Pair] = []
     for dataset, queries in labelled:
         found = training_pairs([(dataset, queries)], fields, max_words)

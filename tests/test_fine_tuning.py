@@ -133,7 +133,7 @@ def test_mined_negative_is_the_best_non_gold_tool_below_the_margin(tmp_path: Pat
     vectors[texts["mcp__weather__forecast"]] = [1.0, 0.1, 0.0]  # gold, cosine .995
     vectors[texts["mcp__calendar__create_event"]] = [1.0, 0.2, 0.0]  # .98: within the margin
     vectors[texts["mcp__mail__send_email"]] = [1.0, 0.6, 0.0]  # .86: the hard negative
-    vectors[texts["mcp__files__read_file"]] = [0.0, 1.0, 0.0]
+    vectors[texts["mcp__files__read_file"]] = [0.05, 1.0, 0.0]  # .05
     model, labelled = _FixedModel(vectors), [(dataset, [query])]
     pairs = mine_hard_negatives(model, labelled, DEFAULT_FIELDS, 128)
     assert [(p.name, p.negative_name) for p in pairs] == [
@@ -142,8 +142,11 @@ def test_mined_negative_is_the_best_non_gold_tool_below_the_margin(tmp_path: Pat
     assert pairs[0].negative == texts["mcp__mail__send_email"]
     strict = mine_hard_negatives(model, labelled, DEFAULT_FIELDS, 128, 0.5)
     assert strict[0].negative_name == "mcp__files__read_file"
-    none = mine_hard_negatives(model, labelled, DEFAULT_FIELDS, 128, 0.0)
+    none = mine_hard_negatives(model, labelled, DEFAULT_FIELDS, 128, 0.01)
     assert none[0].negative_name == "" and none[0].text == pairs[0].text
+    for bad in (0.0, 1.5, -1.0):
+        with pytest.raises(ConfigError, match="negative_margin must be in"):
+            mine_hard_negatives(model, labelled, DEFAULT_FIELDS, 128, bad)
 
 
 def test_a_batch_never_holds_a_tool_twice_as_gold_or_negative() -> None:
