@@ -119,23 +119,26 @@ def measure(limit: int = LIMIT) -> dict[str, Any]:
     base = load_trainable(base_path(), RECIPE)
     base_runs = {d: ranked(base, test[d]) for d in DATASETS}
     folds = {}
+    fold_models: dict[str, Any] = {}
+    left_out_runs: dict[str, dict[str, list[str]]] = {}
     for left in DATASETS:
         path = fold_model(left, limit)
-        model = load_trainable(path, RECIPE)
+        model = fold_models[left] = load_trainable(path, RECIPE)
         training = json.loads((path / "toolsearch-training.json").read_text(encoding="utf-8"))
         hybrid = {
             "base": hybrid_ranked(test[left], BASE_MODEL, limit),
             "tuned": hybrid_ranked(test[left], str(path), limit),
         }
+        tuned_runs = {d: ranked(model, test[d]) for d in DATASETS}
         folds[left] = {
             "trained_on": training["datasets"],
             "training": training,
             "test": {
-                d: scored(test[d], {"base": base_runs[d], "tuned": ranked(model, test[d])})
-                for d in DATASETS
+                d: scored(test[d], {"base": base_runs[d], "tuned": tuned_runs[d]}) for d in DATASETS
             },
             "hybrid_left_out": scored(test[left], hybrid),
         }
+        left_out_runs[left] = tuned_runs[left]
     shipped = {d: shipped_default(test[d], limit) for d in DATASETS}
     return {
         "benchmark": "fine_tune",
@@ -144,24 +147,30 @@ def measure(limit: int = LIMIT) -> dict[str, Any]:
         "recipe": RECIPE.describe(),
         "limit": limit,
         "folds": folds,
-        "hard_negatives": hard_negatives_effect(limit),
+        "hard_negatives": hard_negatives_effect(limit, test, fold_models, left_out_runs),
     }
 
 
-def hard_negatives_effect(limit: int) -> dict[str, dict[str, Any]]:
-    """The recipe without and with mined hard negatives: each fold's model, on the left-out
+def hard_negatives_effect(
+    limit: int,
+    test: dict[str, Sample],
+    mined: dict[str, Any],
+    mined_test_runs: dict[str, dict[str, list[str]]],
+) -> dict[str, dict[str, Any]]:
+    """The recipe without and with mined hard negatives: each fold's model (``mined``, the
+    default recipe's, whose left-out test rankings are ``mined_test_runs``), on the left-out
     dataset's dev split (where the choice was made: no fold model saw it) and test split."""
     plain = replace(RECIPE, hard_negatives=False)
     out: dict[str, dict[str, Any]] = {}
     for left in DATASETS:
-        models = {
-            "base": load_trainable(fold_model(left, limit, plain), plain),
-            "tuned": load_trainable(fold_model(left, limit, RECIPE), RECIPE),
+        without = load_trainable(fold_model(left, limit, plain), plain)
+        dev = load_sample(left, "dev", limit)
+        out[left] = {
+            "dev": scored(dev, {"base": ranked(without, dev), "tuned": ranked(mined[left], dev)}),
+            "test": scored(
+                test[left], {"base": ranked(without, test[left]), "tuned": mined_test_runs[left]}
+            ),
         }
-        out[left] = {}
-        for split in ("dev", "test"):
-            sample = load_sample(left, split, limit)
-            out[left][split] = scored(sample, {n: ranked(m, sample) for n, m in models.items()})
     return out
 
 
