@@ -7,7 +7,8 @@ Each member ranks the query on its own (its best ``depth`` hits) and the hybrid 
     each member's scores normalised per query (``max`` for lexical members, ``minmax`` for
     ``embedding``), then ``Σ w_m · norm_m(tool) / Σ w_m``, plus ``name_weight`` times the
     share of the query's content words that are words of the tool's name or server, plus
-    ``exact_name_bonus`` when the query says every word of the tool's own name;
+    ``exact_name_bonus`` when the query says every word of the tool's own name, plus
+    ``server_bonus`` when it says every word of the tool's server;
 ``fusion="rrf"``
     reciprocal rank fusion, ``Σ w_m / (k + rank_m(tool))`` (Cormack, Clarke and Büttcher,
     SIGIR 2009), the previous default.
@@ -58,6 +59,7 @@ __all__ = [
     "DEFAULT_MEMBER_OPTIONS",
     "DEFAULT_MIN_SIMILARITY",
     "DEFAULT_NAME_WEIGHT",
+    "DEFAULT_SERVER_BONUS",
     "DEFAULT_STEP_DEPTH",
     "FUSIONS",
     "HybridBackend",
@@ -88,6 +90,9 @@ DEFAULT_NAME_WEIGHT = 0.2
 #: words or more): about a close lead between two fused scores. Chosen on dev between 0, 0.1
 #: and a tier of 1.0, which lowered keywords hit@1 and BFCL (``docs/retrieval.md``).
 DEFAULT_EXACT_NAME_BONUS = 0.1
+#: What a tool gains in convex fusion when the query names its server: the smallest of the dev
+#: grid within ``CHOICE_MARGIN`` of the best mean dev ndcg@10 (``docs/retrieval.md``).
+DEFAULT_SERVER_BONUS = 0.2
 #: "No tool fits" below this best embedding cosine with the default embedding model: the
 #: highest threshold costing at most .01 recall@5 on every dev split (``docs/retrieval.md``).
 DEFAULT_MIN_SIMILARITY = CALIBRATED_MIN_SIMILARITY[DEFAULT_MODEL]
@@ -252,6 +257,7 @@ class HybridBackend(BaseBackend):
     ``normalise``: per-member ``"max"`` or ``"minmax"`` (convex fusion). ``name_weight``: weight
     of the name-match feature (convex fusion; 0 turns it off). ``exact_name_bonus``: what a
     tool whose whole name (two words or more) the query says gains (0 turns it off).
+    ``server_bonus``: what a tool whose server the query names gains (0 turns it off).
     ``multistep``: search each step
     of a multi-clause request and merge (:mod:`toolsearch.multistep`); ``step_depth``: hits
     each member contributes to a step (at least the requested ``k``). ``min_member_score``:
@@ -285,6 +291,7 @@ class HybridBackend(BaseBackend):
         normalise: Mapping[str, str] | None = None,
         name_weight: float = DEFAULT_NAME_WEIGHT,
         exact_name_bonus: float = DEFAULT_EXACT_NAME_BONUS,
+        server_bonus: float = DEFAULT_SERVER_BONUS,
         multistep: bool = DEFAULT_MULTISTEP,
         step_depth: int = DEFAULT_STEP_DEPTH,
         min_member_score: Mapping[str, float] | None = None,
@@ -309,6 +316,7 @@ class HybridBackend(BaseBackend):
         self.normalise = _check_normalise(normalise, self.member_backends)
         self.name_weight = _check_number("name_weight", name_weight)
         self.exact_name_bonus = _check_number("exact_name_bonus", exact_name_bonus)
+        self.server_bonus = _check_number("server_bonus", server_bonus)
         if min_member_score is None:
             min_member_score = _default_min_scores(self.weights, self.member_options)
         self.min_member_score = _check_min_scores(min_member_score, self.weights)
@@ -329,6 +337,7 @@ class HybridBackend(BaseBackend):
             float(k),
             self.name_weight,
             exact_name_bonus=self.exact_name_bonus,
+            server_bonus=self.server_bonus,
         )
         self.members: dict[str, SearchBackend] = {
             member: load_backend(backend, **_constructor_options(self.member_options[member]))
@@ -527,6 +536,7 @@ class HybridBackend(BaseBackend):
             "normalise": dict(self.normalise),
             "name_weight": self.name_weight,
             "exact_name_bonus": self.exact_name_bonus,
+            "server_bonus": self.server_bonus,
             "multistep": self.multistep,
             "step_depth": self.step_depth,
             "min_member_score": dict(self.min_member_score),

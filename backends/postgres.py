@@ -61,6 +61,7 @@ from .hybrid import (
     DEFAULT_MEMBERS,
     DEFAULT_MULTISTEP,
     DEFAULT_NAME_WEIGHT,
+    DEFAULT_SERVER_BONUS,
 )
 from .postgres_connect import ConnectionSettings
 from .postgres_schema import (
@@ -137,6 +138,7 @@ def fuser(fusion: str = "convex") -> Fuser:
         {"embedding": "minmax", "lexical": "max"},
         name_weight=DEFAULT_NAME_WEIGHT,
         exact_name_bonus=DEFAULT_EXACT_NAME_BONUS,
+        server_bonus=DEFAULT_SERVER_BONUS,
     )
 
 
@@ -862,7 +864,11 @@ class PostgresBackend(BaseBackend):
         if used.fusion == "rrf":
             params["k"] = used.k
         else:
-            params |= {"name_weight": used.name_weight, "exact_name_bonus": used.exact_name_bonus}
+            params |= {
+                "name_weight": used.name_weight,
+                "exact_name_bonus": used.exact_name_bonus,
+                "server_bonus": used.server_bonus,
+            }
         return params | {"depth": DEFAULT_DEPTH}
 
 

@@ -47,7 +47,12 @@ from tuned_models import LIMIT, fold_model
 from toolsearch.backend import Hit
 from toolsearch.backends.encoders import DEFAULT_MODEL, TUNED_MODEL
 from toolsearch.backends.hybrid import DEFAULT_EXACT_NAME_BONUS as EXACT_NAME_BONUS
-from toolsearch.backends.hybrid import DEFAULT_MEMBER_OPTIONS, DEFAULT_MEMBERS, DEFAULT_NAME_WEIGHT
+from toolsearch.backends.hybrid import (
+    DEFAULT_MEMBER_OPTIONS,
+    DEFAULT_MEMBERS,
+    DEFAULT_NAME_WEIGHT,
+    DEFAULT_SERVER_BONUS,
+)
 from toolsearch.backends.hybrid import DEFAULT_STEP_DEPTH as STEP_DEPTH
 from toolsearch.bench.metrics import parse_metrics, per_query_scores
 from toolsearch.bench.significance import compare_backends
@@ -58,6 +63,8 @@ from toolsearch.query import parse_query
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "ablation.json"
 METRICS = ("recall@5", "hit@1", "ndcg@10")
+#: What is computed: ``METRICS`` plus complete@5, reported for multi-step tasks.
+SCORED = (*METRICS, "complete@5")
 SPLITS = ("dev", "test")
 OBJECTIVE = "ndcg@10"
 #: Members every variant draws on.
@@ -71,6 +78,8 @@ MEMBERS: Mapping[str, MemberSpec] = {
 }
 EMBEDDING_GRID = (0.5, 0.55, 0.6, 0.65, 0.7, 0.75)
 NAME_GRID = (0.0, 0.1, 0.2, 0.4)
+#: What a tool whose server the query names may gain; chosen after the weights, with them.
+SERVER_GRID = (0.0, 0.1, 0.2, 0.3, 0.5)
 #: The backend's current setting stays unless a grid point beats its mean dev ndcg@10 by more
 #: than this: smaller differences are noise on about 1,000 queries per set, and a default that
 #: moves with every retrained model is no default.
@@ -86,17 +95,21 @@ HYBRID_LABELS = {"bm25_stem": "bm25", "bm25": "bm25_unstemmed"}
 #: The highest recall@5 the abstention threshold may cost on any dev set.
 ABSTAIN_MAX_COST = 0.01
 ABSTAIN_GRID = tuple(round(0.10 + 0.01 * i, 2) for i in range(26))
-#: The default's row of the ablation, and its fusion with one search per request.
-DEFAULT_VARIANT = "+ multi-step (default)"
+#: The default's row of the ablation, the row before it, and its fusion with one search per
+#: request.
+DEFAULT_VARIANT = "+ server named (default)"
+MULTISTEP_VARIANT = "+ multi-step"
 ONE_SEARCH_VARIANT = "+ exact-name bonus"
 FTS5_VARIANT = "default with fts5 for unstemmed bm25"
 STEP_DEPTH_VARIANT = f"default with steps at depth {DEPTH}"
 MULTISTEP_TITLE = "Multi-step search against one search per request"
+SERVER_TITLE = "The server-named bonus against none"
 UNSTEMMED_TITLE = "Unstemmed bm25 as the third member against fts5"
 STEP_DEPTH_TITLE = f"Steps ranked from {STEP_DEPTH} hits per member against {DEPTH}"
 #: Pairs of variants tested against each other: ``{key: (before, after)}``.
 PAIRS = {
-    "multistep_vs_one_search": (ONE_SEARCH_VARIANT, DEFAULT_VARIANT),
+    "multistep_vs_one_search": (ONE_SEARCH_VARIANT, MULTISTEP_VARIANT),
+    "server_named": (MULTISTEP_VARIANT, DEFAULT_VARIANT),
     "unstemmed_bm25_vs_fts5": (FTS5_VARIANT, DEFAULT_VARIANT),
     "step_depth": (STEP_DEPTH_VARIANT, DEFAULT_VARIANT),
 }
@@ -151,54 +164,37 @@ def one_search_variant(embedding: float, name_weight: float) -> Variant:
 
 @dataclass
 class Data:
-    """One sample with its cached member hits (whole queries and split steps).
-
-    ``tasks`` holds the step groups of multi-step task queries (``task_qrels.tsv``: a task
-    needs one tool of each group); they are scored apart from the graded qrels and never count
-    as negatives.
-    """
+    """One sample with its cached member hits (whole queries and split steps)."""
 
     sample: Sample
     hits: dict[str, dict[str, Scored]]
     step_hits: dict[str, dict[str, Scored]]
     steps: dict[str, list[str]]
     names: dict[str, NameWords] = field(default_factory=dict)
-    tasks: dict[str, list[set[str]]] = field(default_factory=dict)
 
     def is_negative(self, qid: str) -> bool:
-        return qid not in self.sample.qrels and qid not in self.tasks
+        return qid not in self.sample.qrels
 
 
-def task_groups(sample: Sample) -> dict[str, list[set[str]]]:
-    """``{query id: [tools of group 1, ...]}`` from the dataset's ``task_qrels.tsv`` (the
-    optional group column file), for the sample's queries; empty when there is none."""
-    path = sample.dataset.path
-    file = path / "task_qrels.tsv" if path is not None else None
-    if file is None or not file.is_file():
-        return {}
-    wanted = {q.id for q in sample.queries}
-    groups: dict[str, dict[str, set[str]]] = {}
-    for line in file.read_text(encoding="utf-8").splitlines()[1:]:
-        qid, tool, _, group = line.split("\t")[:4]
-        if qid in wanted:
-            groups.setdefault(qid, {}).setdefault(group, set()).add(tool)
-    return {qid: list(by_group.values()) for qid, by_group in groups.items()}
-
-
-def members_for(name: str, split: str, limit: int | None) -> dict[str, MemberSpec]:
-    """The members run on ``name``'s ``split``. On dev, the fine-tuned default model is
-    replaced by its fold model, trained without ``name`` (``tuned_models.py``): choices are made
-    on scores of a model that never saw those queries, as on a user's catalogue."""
-    if split != "dev" or DEFAULT_MODEL != TUNED_MODEL:
+def members_for(
+    name: str, split: str, limit: int | None, *, fold: bool | None = None
+) -> dict[str, MemberSpec]:
+    """The members run on ``name``'s ``split``. On dev (or with ``fold``), the fine-tuned
+    default model is replaced by its fold model, trained without ``name``
+    (``tuned_models.py``): choices are made on scores of a model that never saw those queries,
+    as on a user's catalogue."""
+    if not (split == "dev" if fold is None else fold) or DEFAULT_MODEL != TUNED_MODEL:
         return dict(MEMBERS)
     fold = str(fold_model(name, limit or LIMIT))
     options = {**MEMBERS["embedding"].options, "model": fold}
     return dict(MEMBERS) | {"embedding": MemberSpec("embedding", "embedding", options)}
 
 
-def load_data(name: str, split: str, limit: int | None, cache: Path) -> Data:
+def load_data(
+    name: str, split: str, limit: int | None, cache: Path, *, fold: bool | None = None
+) -> Data:
     sample = load_sample(name, split, limit)
-    members = members_for(name, split, limit)
+    members = members_for(name, split, limit, fold=fold)
     hits = {m: member_hits(sample, spec, limit=limit, cache=cache) for m, spec in members.items()}
     steps = {q.id: split_steps(q.text) for q in sample.queries}
     texts = {f"{qid}#{i}": t for qid, st in steps.items() if len(st) > 1 for i, t in enumerate(st)}
@@ -208,7 +204,7 @@ def load_data(name: str, split: str, limit: int | None, cache: Path) -> Data:
         if m in ("embedding", "bm25_stem", "bm25", "fts5")
     }
     names = {tool.name: name_words(tool) for tool in sample.dataset.tools}
-    return Data(sample, hits, step_hits, steps, names, task_groups(sample))
+    return Data(sample, hits, step_hits, steps, names)
 
 
 def fused_hits(
@@ -246,41 +242,26 @@ def rank(data: Data, variant: Variant) -> dict[str, list[Hit]]:
 
 
 def scores(data: Data, ranked: Mapping[str, Sequence[Hit]]) -> dict[str, dict[str, float]]:
-    """``{group: {metric: mean}}`` for ``all``, each style and ``multi-tool`` queries."""
-    qrels = data.sample.qrels
+    """``{group: {metric: mean}}`` for ``all``, each style and ``multi-tool`` queries (two
+    tools or more needed), every query scored by its groups of alternative gold tools
+    (docs/benchmark.md); the ``task`` style also reports complete@5 (every step served)."""
+    qrels, groups = data.sample.qrels, data.sample.groups
     names = {qid: [h.name for h in hits] for qid, hits in ranked.items()}
-    per_query = per_query_scores(qrels, names, parse_metrics(METRICS))
-    groups: dict[str, list[str]] = {"all": list(qrels)}
+    per_query = per_query_scores(qrels, names, parse_metrics(SCORED), groups=groups)
+    members: dict[str, list[str]] = {"all": list(qrels)}
     for query in data.sample.queries:
         if query.id in qrels:
             if query.style:
-                groups.setdefault(query.style, []).append(query.id)
-            if len(qrels[query.id]) > 1:
-                groups.setdefault("multi-tool", []).append(query.id)
-    out = {
-        group: {m: round(sum(per_query[m][q] for q in ids) / len(ids), 4) for m in METRICS}
-        for group, ids in groups.items()
-        if ids
-    }
-    if data.tasks:
-        out["task"] = task_scores(data.tasks, names)
-    return out
-
-
-def task_scores(
-    tasks: Mapping[str, list[set[str]]], names: Mapping[str, Sequence[str]]
-) -> dict[str, float]:
-    """recall@5 (share of a task's groups with a tool in the top 5) and complete@5 (every
-    group served) over the task queries."""
-    recall = complete = 0.0
-    for qid, groups in tasks.items():
-        top = set(names[qid][:5])
-        served = sum(1 for group in groups if group & top)
-        recall += served / len(groups)
-        complete += served == len(groups)
+                members.setdefault(query.style, []).append(query.id)
+            if len(groups[query.id]) > 1:
+                members.setdefault("multi-tool", []).append(query.id)
     return {
-        "recall@5": round(recall / len(tasks), 4),
-        "complete@5": round(complete / len(tasks), 4),
+        group: {
+            m: round(sum(per_query[m][q] for q in ids) / len(ids), 4)
+            for m in (SCORED if group == "task" else METRICS)
+        }
+        for group, ids in members.items()
+        if ids
     }
 
 
@@ -331,6 +312,58 @@ def choose_default(
     return best
 
 
+def server_curve(
+    data: Mapping[tuple[str, str], Data], embedding: float, name_weight: float
+) -> dict[float, dict[str, float]]:
+    """Dev ndcg@10 per dataset of the default (multi-step on) at the chosen weights, for each
+    server bonus of :data:`SERVER_GRID`."""
+    fuser = one_search_variant(embedding, name_weight).fuser
+    curve = {}
+    for bonus in SERVER_GRID:
+        variant = Variant("server", replace(fuser, server_bonus=bonus), multistep=True)
+        curve[bonus] = {
+            d: scores(data[d, "dev"], rank(data[d, "dev"], variant))["all"][OBJECTIVE]
+            for d in DATASETS
+        }
+        log(f"  server bonus {bonus}: {curve[bonus]}")
+    return curve
+
+
+def choose_value(
+    curve: Mapping[float, Mapping[str, float]], datasets: Iterable[str], current: float
+) -> float:
+    """The setting of a one-dimensional dev ``curve``: ``current`` while it is within
+    :data:`CHOICE_MARGIN` of the best mean over ``datasets``, else the smallest setting that is
+    (the least change the data cannot tell from the best)."""
+    chosen = list(datasets)
+    mean = {value: sum(curve[value][d] for d in chosen) / len(chosen) for value in curve}
+    best = max(mean.values())
+    if current in mean and best - mean[current] <= CHOICE_MARGIN:
+        return current
+    return min(value for value in mean if best - mean[value] <= CHOICE_MARGIN)
+
+
+def unseen_catalogue_effect(limit: int | None, cache: Path, default: Variant) -> dict[str, Any]:
+    """The server bonus where the model never saw the catalogue, as on a user's own: the test
+    split of each dataset whose tools have servers, its embedding member the fold model trained
+    without that dataset, the default against the default without the bonus (paired t-test)."""
+    without = Variant(
+        MULTISTEP_VARIANT, replace(default.fuser, server_bonus=0.0), multistep=default.multistep
+    )
+    out: dict[str, Any] = {}
+    for name in DATASETS:
+        tools = load_sample(name, "test", limit).dataset.tools
+        if not any(name_words(tool).server for tool in tools):
+            continue
+        data = load_data(name, "test", limit, cache, fold=True)
+        runs = {v.name: rank(data, v) for v in (without, default)}
+        out[name] = {
+            "scores": {variant: scores(data, run) for variant, run in runs.items()},
+            "significance": significance(data, runs, without.name)[default.name],
+        }
+    return out
+
+
 def top_similarity(data: Data, qid: str) -> float:
     found = data.hits["embedding"][qid]
     return found[0][1] if found else 0.0
@@ -371,7 +404,7 @@ def choose_abstention(data: Mapping[tuple[str, str], Data], variant: Variant) ->
 # --------------------------------------------------------------------------- variants
 
 
-def variants(embedding: float, name_weight: float) -> list[Variant]:
+def variants(embedding: float, name_weight: float, server_bonus: float) -> list[Variant]:
     """The members alone, the previous default, then each technique added in turn."""
     previous = Variant(
         "rrf (previous default)",
@@ -381,7 +414,8 @@ def variants(embedding: float, name_weight: float) -> list[Variant]:
     )
     stemmed = default_variant(embedding, name_weight)
     one_search = one_search_variant(embedding, name_weight)
-    default = one_search.fuser
+    one_fuser = one_search.fuser
+    default = replace(one_fuser, server_bonus=server_bonus)
     steps = [
         convex_variant(
             "+ convex fusion", embedding, 0.0, {"fts5": 1.0}, "normalised convex combination"
@@ -404,15 +438,21 @@ def variants(embedding: float, name_weight: float) -> list[Variant]:
         one_search,
         Variant(
             "exact-name tier instead",
-            replace(default, exact_name_bonus=EXACT_TIER),
+            replace(one_fuser, exact_name_bonus=EXACT_TIER),
             what=f"a bonus of {EXACT_TIER} instead: such tools always first",
         ),
         Variant(
-            "+ multi-step (default)",
-            default,
+            MULTISTEP_VARIANT,
+            one_fuser,
             multistep=True,
             what="plus per-step search of multi-clause requests: steps at least as confident as "
             "the whole request merged in round-robin after its best hit",
+        ),
+        Variant(
+            DEFAULT_VARIANT,
+            default,
+            multistep=True,
+            what=f"plus {server_bonus} for tools whose server the request names",
         ),
         Variant(
             STEP_DEPTH_VARIANT,
@@ -427,6 +467,7 @@ def variants(embedding: float, name_weight: float) -> list[Variant]:
             replace(
                 convex_variant("", embedding, name_weight, FTS5_SHARES).fuser,
                 exact_name_bonus=EXACT_NAME_BONUS,
+                server_bonus=server_bonus,
             ),
             multistep=True,
             what="the default with fts5 as its unstemmed lexical member, as it was before",
@@ -449,6 +490,7 @@ def significance(
             qrels,
             {base: names[base], variant: names[variant]},
             parse_metrics(("recall@5", "ndcg@10")),
+            groups=data.sample.groups,
         )
         out[variant] = {
             p.metric: {
@@ -461,19 +503,24 @@ def significance(
     return out
 
 
-def lodo(data: Mapping[tuple[str, str], Data], grid: Grid) -> dict[str, Any]:
+def lodo(
+    data: Mapping[tuple[str, str], Data], grid: Grid, servers: Mapping[float, Mapping[str, float]]
+) -> dict[str, Any]:
     """Leave-one-dataset-out: settings chosen on the other datasets' dev splits, scored on the
     left-out dataset's test split."""
     out: dict[str, Any] = {}
     for held in DATASETS:
         others = [d for d in DATASETS if d != held]
         embedding, name_weight, _ = choose_default(grid, others, incumbent())
+        server_bonus = choose_value(servers, others, DEFAULT_SERVER_BONUS)
         variant = default_variant(embedding, name_weight)
+        variant = replace(variant, fuser=replace(variant.fuser, server_bonus=server_bonus))
         test = data[held, "test"]
         out[held] = {
             "chosen_on": others,
             "embedding_weight": embedding,
             "name_weight": name_weight,
+            "server_bonus": server_bonus,
             "test": scores(test, rank(test, variant)),
         }
     return out
@@ -496,6 +543,8 @@ def check_against_backend(data: Data, variant: Variant, n: int = 25) -> None:
         raise SystemExit("HybridBackend's name weight is not the chosen one")
     if backend.fuser.exact_name_bonus != variant.fuser.exact_name_bonus:
         raise SystemExit("HybridBackend's exact-name bonus is not the ablation's default")
+    if backend.fuser.server_bonus != variant.fuser.server_bonus:
+        raise SystemExit("HybridBackend's server bonus is not the chosen one")
     backend.index(list(data.sample.dataset.tools))
     replayed = rank(data, variant)
     for query in data.sample.queries[:n]:
@@ -584,6 +633,32 @@ def _pair_effect(results: Mapping[str, Any], key: str, title: str) -> str:
     )
 
 
+def _unseen_sentence(results: Mapping[str, Any]) -> str:
+    """One sentence: the server bonus with the fold model on each left-out test split."""
+    parts = []
+    for dataset, effect in results.get("server_unseen", {}).items():
+        before, after = (effect["scores"][v] for v in (MULTISTEP_VARIANT, DEFAULT_VARIANT))
+        cells = []
+        for metric in ("ndcg@10", "recall@5"):
+            test = effect["significance"][metric]
+            verdict = "significant" if test["significant"] else "not significant"
+            cells.append(
+                f"{metric} {before['all'][metric]:.3f} → {after['all'][metric]:.3f} "
+                f"(p = {test['p']}, {verdict})"
+            )
+        task = before.get("task"), after.get("task")
+        if task[0] and task[1]:
+            cells.append(f"`task` recall@5 {task[0]['recall@5']:.3f} → {task[1]['recall@5']:.3f}")
+        parts.append(f"{dataset} {', '.join(cells)}")
+    if not parts:
+        return ""
+    return (
+        "The same with the fold model that never saw the dataset, as on a new catalogue: "
+        + "; ".join(parts)
+        + "."
+    )
+
+
 def markdown_targets(results: Mapping[str, Any]) -> str:
     """The README paragraph comparing the default's test-split scores with issue targets."""
 
@@ -597,6 +672,7 @@ def markdown_targets(results: Mapping[str, Any]) -> str:
     )
     return (
         f"{_pair_effect(results, 'multistep_vs_one_search', MULTISTEP_TITLE)} "
+        f"{_pair_effect(results, 'server_named', SERVER_TITLE)} {_unseen_sentence(results)} "
         f"{_pair_effect(results, 'unstemmed_bm25_vs_fts5', UNSTEMMED_TITLE)} "
         f"{_pair_effect(results, 'step_depth', STEP_DEPTH_TITLE)} "
         f"Against the targets (test splits): `keywords` hit@1 {wb('keywords', 'hit@1')} "
@@ -663,7 +739,9 @@ def main(argv: Iterable[str] | None = None) -> int:
     log("choosing the default on the dev splits")
     grid = grid_scores(data)
     embedding, name_weight, dev_mean = choose_default(grid, DATASETS, incumbent())
-    chosen = variants(embedding, name_weight)
+    servers = server_curve(data, embedding, name_weight)
+    server_bonus = choose_value(servers, DATASETS, DEFAULT_SERVER_BONUS)
+    chosen = variants(embedding, name_weight, server_bonus)
     results: dict[str, Any] = {
         "benchmark": "ablation",
         "protocol": {
@@ -674,6 +752,7 @@ def main(argv: Iterable[str] | None = None) -> int:
             "embedding_grid": list(EMBEDDING_GRID),
             "choice_margin": CHOICE_MARGIN,
             "name_grid": list(NAME_GRID),
+            "server_grid": list(SERVER_GRID),
             "lexical_shares": LEXICAL_SHARES,
             "significance": "ranx paired two-sided t-test vs the previous default, p < 0.05",
         },
@@ -682,7 +761,9 @@ def main(argv: Iterable[str] | None = None) -> int:
             "embedding_weight": embedding,
             "name_weight": name_weight,
             "dev_mean": round(dev_mean, 4),
+            "server_bonus": server_bonus,
         },
+        "server_curve": {str(b): v for b, v in servers.items()},
         "variants": [v.name for v in chosen],
         "descriptions": {v.name: v.what for v in chosen},
     }
@@ -690,15 +771,17 @@ def main(argv: Iterable[str] | None = None) -> int:
     default = next(v for v in chosen if v.name.endswith("(default)"))
     threshold = choose_abstention(data, default)
     results["abstention"] = abstention_report(data, default, threshold)
-    results["lodo"] = lodo(data, grid)
+    results["lodo"] = lodo(data, grid, servers)
+    results["server_unseen"] = unseen_catalogue_effect(args.limit, cache, default)
     results["grid"] = {f"{e}/{w}": v for (e, w), v in grid.items()}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     check_against_backend(data["mcp-workbench", "test"], default)
-    steps = next(v for v in chosen if v.multistep)
     multi = data["mcp-workbench", "test"]
     split = [q for q in multi.sample.queries if len(multi.steps[q.id]) > 1]
-    check_against_backend(replace(multi, sample=replace(multi.sample, queries=tuple(split))), steps)
+    check_against_backend(
+        replace(multi, sample=replace(multi.sample, queries=tuple(split))), default
+    )
     print(markdown_table(results))
     return 0
 

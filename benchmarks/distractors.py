@@ -47,6 +47,7 @@ OUT = ROOT / "benchmarks" / "results" / "distractors.json"
 POOL = ("bfcl", "metatool", "mcp-docker-catalog", "mcp-github-catalog")
 BACKENDS: Mapping[str, MemberSpec] = {
     "default (hybrid)": MemberSpec("hybrid", "hybrid", {}),
+    "default without server bonus": MemberSpec("hybrid", "hybrid", {"server_bonus": 0.0}),
     "embedding": MemberSpec("embedding", "embedding", {}),
     "bm25_stem": MemberSpec("bm25s", "bm25", {"stem": True, "stopwords": True}),
 }
@@ -99,7 +100,7 @@ def _names(hits: Mapping[str, Scored]) -> dict[str, list[str]]:
 
 def _means(sample: Sample, run: Mapping[str, list[str]]) -> dict[str, float]:
     qrels = sample.qrels
-    per_query = per_query_scores(qrels, run, parse_metrics(METRICS))
+    per_query = per_query_scores(qrels, run, parse_metrics(METRICS), groups=sample.groups)
     out = {m: round(sum(per_query[m][q] for q in qrels) / len(qrels), 4) for m in METRICS}
     styles: dict[str, list[str]] = {}
     for query in sample.queries:
@@ -121,7 +122,9 @@ def measure(small: Sample, big: Sample, limit: int, cache: Path) -> dict[str, An
             "own": _names(cached_member_hits(small, spec, limit=limit, cache=cache)),
             "10k": _names(cached_member_hits(big, spec, limit=limit, cache=cache)),
         }
-        tests = compare_backends(small.qrels, runs, parse_metrics(TESTED), depth=DEPTH)
+        tests = compare_backends(
+            small.qrels, runs, parse_metrics(TESTED), depth=DEPTH, groups=small.groups
+        )
         out[label] = {
             "own": _means(small, runs["own"]),
             "large": _means(big, runs["10k"]),

@@ -78,9 +78,11 @@ def scored(sample: Sample, runs: dict[str, dict[str, list[str]]]) -> dict[str, A
     qrels = sample.qrels
     means = {}
     for name, run in runs.items():
-        per_query = per_query_scores(qrels, run, metrics)
+        per_query = per_query_scores(qrels, run, metrics, groups=sample.groups)
         means[name] = {m: round(sum(per_query[m].values()) / len(qrels), 4) for m in METRICS}
-    tests = compare_backends(qrels, runs, metrics, depth=DEPTH, correction="none")
+    tests = compare_backends(
+        qrels, runs, metrics, depth=DEPTH, groups=sample.groups, correction="none"
+    )
     return {
         **means,
         "p": {t.metric: round(t.p_value, 6) for t in tests.pairs},

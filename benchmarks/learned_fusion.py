@@ -24,6 +24,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +47,14 @@ from ablation import (
 from member_runs import DEPTH, default_runs_dir
 
 from toolsearch.backend import Hit
-from toolsearch.backends.hybrid import DEFAULT_MEMBERS, DEFAULT_NAME_WEIGHT
-from toolsearch.fusion import name_coverage, names_whole_name, normalise, query_words
+from toolsearch.backends.hybrid import DEFAULT_MEMBERS, DEFAULT_NAME_WEIGHT, DEFAULT_SERVER_BONUS
+from toolsearch.fusion import (
+    name_coverage,
+    names_server,
+    names_whole_name,
+    normalise,
+    query_words,
+)
 from toolsearch.query import parse_query
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,7 +70,8 @@ FEATURE_MEMBERS: tuple[str, ...] = ("embedding", "bm25_stem", "bm25")
 
 def default_fused() -> Variant:
     """The hybrid's default fusion with one search per request, replayed by the ablation."""
-    return one_search_variant(DEFAULT_MEMBERS["embedding"], DEFAULT_NAME_WEIGHT)
+    variant = one_search_variant(DEFAULT_MEMBERS["embedding"], DEFAULT_NAME_WEIGHT)
+    return replace(variant, fuser=replace(variant.fuser, server_bonus=DEFAULT_SERVER_BONUS))
 
 
 FEATURES: tuple[str, ...] = (
@@ -73,6 +81,7 @@ FEATURES: tuple[str, ...] = (
     "cosine_gap",
     "name_dice",
     "whole_name",
+    "server_named",
     "default",
 )
 
@@ -107,6 +116,7 @@ def query_features(
         row += [
             name_coverage(words, words_of.words) if words_of else 0.0,
             float(words_of is not None and names_whole_name(words, words_of.own, 2)),
+            float(words_of is not None and names_server(words, words_of)),
             fused.get(name, 0.0),
         ]
         rows.append(row)

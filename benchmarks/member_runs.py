@@ -81,6 +81,12 @@ class Sample:
     def qrels(self) -> dict[str, dict[str, int]]:
         return {q.id: dict(self.dataset.qrels[q.id]) for q in self.queries if self.is_positive(q)}
 
+    @property
+    def groups(self) -> dict[str, tuple[tuple[str, ...], ...]]:
+        """Each positive query's groups of alternative gold tools: every quality benchmark
+        scores with them, as ``toolsearch bench`` does (docs/benchmark.md)."""
+        return {qid: self.dataset.groups(qid) for qid in self.qrels}
+
     def is_positive(self, query: Query) -> bool:
         return bool(self.dataset.qrels.get(query.id))
 

@@ -86,11 +86,11 @@ def evaluate(sample: Sample, ranked: Mapping[str, Mapping[str, list[str]]]) -> d
     metrics = parse_metrics(METRICS)
     means = {}
     for variant, run in ranked.items():
-        per_query = per_query_scores(qrels, run, metrics)
+        per_query = per_query_scores(qrels, run, metrics, groups=sample.groups)
         means[variant] = {
             m: round(sum(per_query[m][q] for q in qrels) / len(qrels), 4) for m in METRICS
         }
-    tests = compare_backends(qrels, ranked, metrics, depth=DEPTH)
+    tests = compare_backends(qrels, ranked, metrics, depth=DEPTH, groups=sample.groups)
     against_base = [p for p in tests.pairs if p.a == "base"]
     return {
         "queries": len(qrels),

@@ -145,3 +145,45 @@ def test_the_current_setting_stays_unless_beaten_by_more_than_the_margin() -> No
     assert ablation.choose_default(grid, ["a"], (0.65, 0.2))[:2] == (0.65, 0.2)
     assert ablation.choose_default(grid, ["a"])[:2] == (0.65, 0.1)  # no current setting
     assert ablation.choose_default(grid, ["a", "b"], (0.65, 0.2))[:2] == (0.7, 0.1)
+
+
+def test_a_beaten_setting_gives_way_to_the_smallest_within_the_margin_of_the_best() -> None:
+    ablation = _script("ablation")
+    margin = ablation.CHOICE_MARGIN
+    curve = {
+        0.0: {"a": 0.660, "b": 0.70},
+        0.1: {"a": 0.666, "b": 0.70},
+        0.2: {"a": 0.672 - margin / 2, "b": 0.70},
+        0.5: {"a": 0.672, "b": 0.70},
+    }
+    assert ablation.choose_value(curve, ["a"], 0.0) == 0.2  # .5 is best, .2 as good
+    assert ablation.choose_value(curve, ["a"], 0.5) == 0.5  # the current one stays
+    assert ablation.choose_value(curve, ["b"], 0.1) == 0.1  # flat: nothing to change
+    assert ablation.choose_value(curve, ["b"], 0.3) == 0.0  # not on the grid: the smallest
+
+
+def test_ablation_scores_read_groups_of_alternatives_as_the_harness_does() -> None:
+    from toolsearch.backend import Hit
+    from toolsearch.dataset import Dataset, Query
+
+    ablation, member_runs = _script("ablation"), _script("member_runs")
+    queries = (
+        Query("t-1", "find the failed job and post it", style="task"),
+        Query("r-1", "list the pipelines", style="request"),
+    )
+    dataset = Dataset(
+        "toy",
+        [],
+        list(queries),
+        {"t-1": {"list_jobs": 1, "get_job": 1, "post": 1}, "r-1": {"list_pipelines": 1}},
+        qrel_groups={"t-1": {"list_jobs": "1", "get_job": "1", "post": "2"}},
+    )
+    sample = member_runs.Sample(dataset, "dev", queries)
+    data = ablation.Data(sample, {}, {}, {})
+    ranked = {"t-1": [Hit("get_job", 2.0), Hit("x", 1.0)], "r-1": [Hit("list_pipelines", 1.0)]}
+    got = ablation.scores(data, ranked)
+    # one of two alternatives serves the first step; the second step is missing
+    assert got["task"]["recall@5"] == 0.5 and got["task"]["complete@5"] == 0.0
+    assert got["multi-tool"]["recall@5"] == 0.5  # needs two tools (groups), not three
+    assert got["request"] == {"recall@5": 1.0, "hit@1": 1.0, "ndcg@10": 1.0}
+    assert "complete@5" not in got["all"]

@@ -13,6 +13,7 @@ from toolsearch.fusion import (
     convex_fuse,
     name_coverage,
     name_words,
+    names_server,
     names_whole_name,
     normalise,
     query_words,
@@ -101,7 +102,30 @@ def test_exact_name_bonus_puts_the_named_tool_above_a_stronger_paraphrase() -> N
     assert fused[tools[1].name] == named.fuse(query, hits, names)[tools[1].name]
 
 
-def test_fusing_for_the_best_k_keeps_every_tool_that_can_reach_them() -> None:
+def test_server_bonus_lifts_the_tools_of_the_server_the_query_names() -> None:
+    tools = [
+        Tool("mcp__discord__send_message", "Send a message to a channel."),
+        Tool("mcp__slack__send_message", "Send a message to a channel."),
+        Tool("mcp__google_drive__share_file", "Share a file."),
+    ]
+    names = {t.name: name_words(t) for t in tools}
+    query = query_words(parse_query("drop the ticket link in #deploys on Slack"))
+    assert names_server(query, names[tools[1].name])
+    assert not names_server(query, names[tools[0].name])
+    assert not names_server(query_words(parse_query("share it on Google")), names[tools[2].name])
+    assert not names_server(query, name_words(Tool("send_message", "")))  # no server
+    hits = {"m": [Hit(tools[0].name, 1.0), Hit(tools[1].name, 0.8)]}
+    request = parse_query("drop the ticket link in #deploys on Slack")
+    plain = Fuser({"m": 1.0}, "convex", {"m": "max"})
+    lifted = Fuser({"m": 1.0}, "convex", {"m": "max"}, server_bonus=0.3)
+    before = plain.fuse(request, hits, names)
+    assert max(before, key=lambda name: before[name]) == tools[0].name
+    fused = lifted.fuse(request, hits, names)
+    assert fused == {tools[0].name: 1.0, tools[1].name: pytest.approx(before[tools[1].name] + 0.3)}
+
+
+@pytest.mark.parametrize("server_bonus", [0.0, 0.3])
+def test_fusing_for_the_best_k_keeps_every_tool_that_can_reach_them(server_bonus: float) -> None:
     rng = random.Random(3)
     vocabulary = [
         "create",
@@ -116,9 +140,9 @@ def test_fusing_for_the_best_k_keeps_every_tool_that_can_reach_them() -> None:
         "message",
         "list",
     ]
+    servers = ["git", "chat", "files"]
     named = {
-        f"mcp__{rng.choice(['git', 'chat', 'files'])}__{'_'.join(rng.sample(vocabulary, 2))}"
-        for _ in range(80)
+        f"mcp__{rng.choice(servers)}__{'_'.join(rng.sample(vocabulary, 2))}" for _ in range(80)
     }
     tools = [Tool(name, "") for name in sorted(named)]
     names = {tool.name: name_words(tool) for tool in tools}
@@ -128,10 +152,11 @@ def test_fusing_for_the_best_k_keeps_every_tool_that_can_reach_them() -> None:
         {"embedding": "minmax", "bm25": "max"},
         name_weight=0.2,
         exact_name_bonus=0.1,
+        server_bonus=server_bonus,
     )
     left_out = 0
     for _ in range(200):
-        query = parse_query(" ".join(rng.sample(vocabulary, rng.randint(1, 9))))
+        query = parse_query(" ".join(rng.sample(vocabulary + servers, rng.randint(1, 9))))
         hits = {
             member: [Hit(t.name, rng.random()) for t in rng.sample(tools, rng.randint(0, 40))]
             for member in ("embedding", "bm25")

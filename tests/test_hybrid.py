@@ -257,7 +257,7 @@ def test_default_is_convex_fusion_with_name_match_and_multistep() -> None:
     hybrid = _hybrid()
     params = hybrid.params()
     assert params["fusion"] == "convex" and params["name_weight"] == 0.2
-    assert params["exact_name_bonus"] == 0.1
+    assert params["exact_name_bonus"] == 0.1 and params["server_bonus"] == 0.2
     assert params["normalise"] == {"keyword": "max", "embedding": "minmax"}
     assert params["multistep"] is True  # gated per-step search of long requests
     assert DEFAULT_MEMBERS == {"embedding": 0.65, "bm25": 0.2, "bm25_unstemmed": 0.15}
@@ -309,6 +309,8 @@ def test_multistep_option_searches_each_step() -> None:
         ({"name_weight": "high"}, "finite number"),
         ({"exact_name_bonus": -0.5}, "exact_name_bonus must be non-negative"),
         ({"exact_name_bonus": float("nan")}, "exact_name_bonus must be a finite number"),
+        ({"server_bonus": -0.1}, "server_bonus must be non-negative"),
+        ({"server_bonus": "0.2"}, "server_bonus must be a finite number"),
         ({"multistep": "yes"}, "multistep must be true or false"),
         ({"step_depth": 0}, "step_depth must be a positive integer, got 0"),
         ({"step_depth": True}, "step_depth must be a positive integer, got True"),
@@ -451,3 +453,20 @@ def test_a_dropped_step_costs_only_its_leading_member(monkeypatch: pytest.Monkey
     monkeypatch.setattr(bm25, "search", lambda q, k: calls.append(q.raw) or search(q, k))
     assert hybrid.search(parse_query(text), 5) == expected
     assert calls == [text, *kept]
+
+
+def test_a_request_that_names_a_server_lifts_that_servers_tools_only() -> None:
+    tools = [
+        Tool("mcp__discord__send_message", "Post a message to a channel, with a link."),
+        Tool("mcp__slack__send_message", "Send a message to a channel."),
+    ]
+    query = parse_query("post the ticket link to the deploys channel on slack")
+    scores = {}
+    for bonus in (0.0, 0.5):
+        hybrid = HybridBackend(members={"bm25": 1.0}, server_bonus=bonus)
+        hybrid.index(tools)
+        scores[bonus] = {hit.name.split("__")[1]: hit.score for hit in hybrid.search(query, 2)}
+    assert scores[0.0]["discord"] > scores[0.0]["slack"]
+    assert scores[0.5]["discord"] == scores[0.0]["discord"]
+    assert scores[0.5]["slack"] == pytest.approx(scores[0.0]["slack"] + 0.5)
+    assert scores[0.5]["slack"] > scores[0.5]["discord"]  # the named service comes first

@@ -25,7 +25,11 @@ import psycopg
 
 from toolsearch.backend import Hit
 from toolsearch.backends.embedding import HashingEncoder
-from toolsearch.backends.hybrid import DEFAULT_EXACT_NAME_BONUS, DEFAULT_NAME_WEIGHT
+from toolsearch.backends.hybrid import (
+    DEFAULT_EXACT_NAME_BONUS,
+    DEFAULT_NAME_WEIGHT,
+    DEFAULT_SERVER_BONUS,
+)
 from toolsearch.backends.postgres import ANALYZE_MIN_ROWS, PostgresBackend, fuse, fuser
 from toolsearch.backends.postgres_connect import ENV_URL, redacted
 from toolsearch.backends.postgres_schema import SCHEMA_VERSION
@@ -155,6 +159,7 @@ def test_convex_fusion_is_the_default_hybrids() -> None:
     assert hybrid.weights == {"embedding": 0.65, "lexical": pytest.approx(0.35)}
     assert hybrid.name_weight == DEFAULT_NAME_WEIGHT
     assert hybrid.exact_name_bonus == DEFAULT_EXACT_NAME_BONUS
+    assert hybrid.server_bonus == DEFAULT_SERVER_BONUS
     # text: 1 and 0.25 of its best; dense min-max over .4-.61
     plain = Fuser(hybrid.weights, "convex", hybrid.methods).fuse(
         query, {"lexical": lexical, "embedding": dense}, {}

@@ -24,8 +24,12 @@ Exact name (:func:`names_whole_name`): when every word of a tool's own name (at 
 request" puts ``create_pull_request`` ahead of ``create_pull_request_review``, whose ``review``
 the query does not say); a bonus above the largest fused score would make it a tier, which
 measured worse.
+Server named (:func:`names_server`): when every word of a tool's server is a content word of the
+query ("... drop the link in #deploys on Slack"), the tool gets ``server_bonus``: a request that
+names a service wants that service's tools, and in a large catalogue most near misses belong to
+other services.
 
-The measurements behind all three are in ``docs/retrieval.md``.
+The measurements behind all four are in ``docs/retrieval.md``.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ __all__ = [
     "convex_fuse",
     "name_coverage",
     "name_words",
+    "names_server",
     "names_whole_name",
     "normalise",
     "query_words",
@@ -133,19 +138,26 @@ def names_whole_name(query: Collection[str], own: Collection[str], min_words: in
     return len(own) >= min_words and all(word in query for word in own)
 
 
+def names_server(query: Collection[str], found: NameWords) -> bool:
+    """Whether the query says every word of the tool's server (a tool with no server: no)."""
+    return bool(found.server) and all(word in query for word in found.server)
+
+
 @dataclass(frozen=True, slots=True)
 class NameWords:
-    """The words of a tool's name: with its server (``words``) and without (``own``)."""
+    """The words of a tool's name: with its server (``words``), without (``own``), and of its
+    server alone (``server``)."""
 
     words: frozenset[str]
     own: frozenset[str]
+    server: frozenset[str] = frozenset()
 
 
 def name_words(tool: Tool) -> NameWords:
     """The words of a tool's name and server, as the lexical backends tokenise them."""
     fields = tool_fields(tool)
-    own = frozenset(fields.name)
-    return NameWords(frozenset(fields.server) | own, own)
+    own, server = frozenset(fields.name), frozenset(fields.server)
+    return NameWords(server | own, own, server)
 
 
 def query_words(query: ParsedQuery) -> frozenset[str]:
@@ -159,7 +171,8 @@ class Fuser:
 
     ``methods`` gives each member's normalisation (convex fusion), ``k`` the RRF constant,
     ``name_weight`` the weight of :func:`name_coverage`, ``exact_name_bonus`` what a tool whose
-    whole name (``exact_name_min_words`` words or more) the query says gains (convex fusion only).
+    whole name (``exact_name_min_words`` words or more) the query says gains, ``server_bonus``
+    what a tool whose server the query names gains (:func:`names_server`; convex fusion only).
     """
 
     weights: Mapping[str, float]
@@ -169,6 +182,7 @@ class Fuser:
     name_weight: float = 0.0
     exact_name_bonus: float = 0.0
     exact_name_min_words: int = 2
+    server_bonus: float = 0.0
 
     def fuse(
         self,
@@ -184,7 +198,7 @@ class Fuser:
             rankings = {m: [hit.name for hit in found] for m, found in hits.items()}
             return rrf_fuse(rankings, self.weights, self.k)
         fused = convex_fuse(hits, self.weights, self.methods)
-        if self.name_weight > 0 or self.exact_name_bonus > 0:
+        if self.name_weight > 0 or self.exact_name_bonus > 0 or self.server_bonus > 0:
             words = query_words(query)
             if k is not None:
                 fused = self._reachable(fused, words, names, k)
@@ -205,7 +219,8 @@ class Fuser:
     ) -> dict[str, float]:
         """The tools of ``fused`` (those in ``names``) whose score plus the largest bonus any
         of them could get reaches the ``k``-th best score before bonuses: the ``k`` best
-        before bonuses keep at least that score after, so no other tool can pass them. The
+        before bonuses keep at least that score after, so no other tool can pass them (the
+        server bonus counts when the query names any candidate's server). The
         Dice coefficient of the query's words with a name of at most ``W`` words is at most
         ``2W / (|Q| + W)``, so for a long request the bound, and the work, is small."""
         fused = {name: score for name, score in fused.items() if name in names}
@@ -214,7 +229,8 @@ class Fuser:
         kth = heapq.nlargest(k, fused.values())[-1]
         longest = max(len(names[name].words) for name in fused)
         dice = min(1.0, 2 * longest / (len(words) + longest)) if longest else 0.0
-        floor = kth - self.name_weight * dice - self.exact_name_bonus - 1e-9
+        named = self.server_bonus if any(names_server(words, names[n]) for n in fused) else 0.0
+        floor = kth - self.name_weight * dice - self.exact_name_bonus - named - 1e-9
         return {name: score for name, score in fused.items() if score >= floor}
 
     def _name_bonus(self, words: frozenset[str], found: NameWords) -> float:
@@ -222,4 +238,6 @@ class Fuser:
         bonus = self.name_weight * name_coverage(words, found.words)
         if self.exact_name_bonus and names_whole_name(words, found.own, self.exact_name_min_words):
             bonus += self.exact_name_bonus
+        if self.server_bonus and names_server(words, found):
+            bonus += self.server_bonus
         return bonus
