@@ -26,8 +26,7 @@ the query does not say); a bonus above the largest fused score would make it a t
 measured worse.
 Server named (:func:`names_server`): when every word of a tool's server is a content word of the
 query ("... drop the link in #deploys on Slack"), the tool gets ``server_bonus``: a request that
-names a service wants that service's tools, and in a large catalogue most near misses belong to
-other services.
+names a service wants that service's tools, not the same action on another service.
 
 The measurements behind all four are in ``docs/retrieval.md``.
 """
@@ -140,7 +139,7 @@ def names_whole_name(query: Collection[str], own: Collection[str], min_words: in
 
 def names_server(query: Collection[str], found: NameWords) -> bool:
     """Whether the query says every word of the tool's server (a tool with no server: no)."""
-    return bool(found.server) and all(word in query for word in found.server)
+    return bool(found.server) and found.server.issubset(query)
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,7 +219,7 @@ class Fuser:
         """The tools of ``fused`` (those in ``names``) whose score plus the largest bonus any
         of them could get reaches the ``k``-th best score before bonuses: the ``k`` best
         before bonuses keep at least that score after, so no other tool can pass them (the
-        server bonus counts when the query names any candidate's server). The
+        server bonus counts for the tools of a server the query names). The
         Dice coefficient of the query's words with a name of at most ``W`` words is at most
         ``2W / (|Q| + W)``, so for a long request the bound, and the work, is small."""
         fused = {name: score for name, score in fused.items() if name in names}
@@ -229,9 +228,15 @@ class Fuser:
         kth = heapq.nlargest(k, fused.values())[-1]
         longest = max(len(names[name].words) for name in fused)
         dice = min(1.0, 2 * longest / (len(words) + longest)) if longest else 0.0
-        named = self.server_bonus if any(names_server(words, names[n]) for n in fused) else 0.0
-        floor = kth - self.name_weight * dice - self.exact_name_bonus - named - 1e-9
-        return {name: score for name, score in fused.items() if score >= floor}
+        floor = kth - self.name_weight * dice - self.exact_name_bonus - 1e-9
+        servers = {names[name].server for name in fused} if self.server_bonus else set()
+        named = {server for server in servers if server and server.issubset(words)}
+        lifted = floor - self.server_bonus  # for the tools of a server the query names
+        return {
+            name: score
+            for name, score in fused.items()
+            if score >= floor or (named and score >= lifted and names[name].server in named)
+        }
 
     def _name_bonus(self, words: frozenset[str], found: NameWords) -> float:
         """What a tool's name adds to its fused score for a query of content ``words``."""
