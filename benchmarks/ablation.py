@@ -12,11 +12,13 @@ Protocol (see ``docs/retrieval.md``):
   (:mod:`member_runs`, cached on disk); every variant then replays the cached member hits
   through :class:`toolsearch.fusion.Fuser` — the code :class:`HybridBackend` runs — so the
   numbers are those of the real backend. The script checks this on a sample of queries.
-* Settings (the convex weight of the embedding member, the name-match weight, the abstention
-  threshold) are chosen on the **dev** splits only: the best mean ndcg@10 over the three dev
-  sets; **test** splits are reported. Leave-one-dataset-out (LODO): the same choice made on the
-  two other datasets' dev splits, scored on the left-out dataset's test split.
-* Metrics per dataset and query style: recall@5, hit@1, ndcg@10 (ranx); significance: ranx's
+* Settings (the convex weight of the embedding member, the name-match weight, the server
+  bonus, the abstention threshold) are chosen on the **dev** splits only: the best mean
+  ndcg@10 over the three dev sets; **test** splits are reported. Leave-one-dataset-out (LODO):
+  the same choice made on the two other datasets' dev splits, scored on the left-out
+  dataset's test split.
+* Metrics per dataset and query style: recall@5, hit@1, ndcg@10 (ranx), every query scored by
+  its groups of alternative gold tools as ``toolsearch bench`` scores it; significance: ranx's
   paired two-sided t-test of every variant against the previous default (RRF), p < 0.05.
 """
 
