@@ -27,10 +27,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -271,6 +271,8 @@ def scores(data: Data, ranked: Mapping[str, Sequence[Hit]]) -> dict[str, dict[st
 
 
 Grid = dict[tuple[float, float], dict[str, float]]
+#: A setting of a dev grid or curve.
+Point = TypeVar("Point", bound=Hashable)
 
 
 def grid_scores(data: Mapping[tuple[str, str], Data]) -> Grid:
@@ -294,23 +296,33 @@ def incumbent() -> tuple[float, float]:
     return round(DEFAULT_MEMBERS["embedding"] / total, 4), DEFAULT_NAME_WEIGHT
 
 
+def dev_means(
+    scores: Mapping[Point, Mapping[str, float]], datasets: Iterable[str]
+) -> dict[Point, float]:
+    """Each setting's mean dev score over ``datasets``."""
+    chosen = list(datasets)
+    return {point: sum(by[d] for d in chosen) / len(chosen) for point, by in scores.items()}
+
+
+def current_holds(means: Mapping[Point, float], current: Point | None) -> bool:
+    """Whether ``current`` (the backend's setting) is within :data:`CHOICE_MARGIN` of the best
+    mean, and so stays."""
+    return current in means and max(means.values()) - means[current] <= CHOICE_MARGIN
+
+
 def choose_default(
     grid: Grid, datasets: Iterable[str], current: tuple[float, float] | None = None
 ) -> tuple[float, float, float]:
     """The (embedding weight, name weight) with the best mean dev ndcg@10 over ``datasets``
     (the first of the grid on a tie), and that mean; ``current`` (the backend's setting) stays
     unless the best beats it by more than :data:`CHOICE_MARGIN`."""
-    chosen = list(datasets)
-
-    def mean(point: tuple[float, float]) -> float:
-        return sum(grid[point][d] for d in chosen) / len(chosen)
-
+    means = dev_means(grid, datasets)
+    if current is not None and current_holds(means, current):
+        return (*current, means[current])
     best: tuple[float, float, float] = (0.0, 0.0, -1.0)
     for point in grid:
-        if mean(point) > best[2] + 1e-9:
-            best = (*point, mean(point))
-    if current in grid and best[2] - mean(current) <= CHOICE_MARGIN:
-        return (*current, mean(current))
+        if means[point] > best[2] + 1e-9:
+            best = (*point, means[point])
     return best
 
 
@@ -337,12 +349,11 @@ def choose_value(
     """The setting of a one-dimensional dev ``curve``: ``current`` while it is within
     :data:`CHOICE_MARGIN` of the best mean over ``datasets``, else the smallest setting that is
     (the least change the data cannot tell from the best)."""
-    chosen = list(datasets)
-    mean = {value: sum(curve[value][d] for d in chosen) / len(chosen) for value in curve}
-    best = max(mean.values())
-    if current in mean and best - mean[current] <= CHOICE_MARGIN:
+    means = dev_means(curve, datasets)
+    if current_holds(means, current):
         return current
-    return min(value for value in mean if best - mean[value] <= CHOICE_MARGIN)
+    best = max(means.values())
+    return min(value for value in means if best - means[value] <= CHOICE_MARGIN)
 
 
 def unseen_catalogue_effect(limit: int | None, cache: Path, default: Variant) -> dict[str, Any]:
