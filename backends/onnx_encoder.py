@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     IntMatrix = NDArray[np.int64]
 
 __all__ = [
+    "ATTENTION",
     "PRECISIONS",
     "OnnxEncoder",
     "export_in_child",
@@ -66,9 +67,12 @@ PRECISIONS: tuple[str, ...] = ("fp32", "int8")
 #: vectors of an earlier export are never reused.
 SCHEMES: dict[str, str] = {"fp32": "fp32", "int8": "int8-channel-eager"}
 
-# Version of the export's graph and record: files of another version are exported again.
-# 2: attention exported as plain matrix products (``attn_implementation="eager"``), which ONNX
-# Runtime runs about a fifth faster than the scaled-dot-product export (docs/speed.md).
+#: How the export computes attention (transformers' ``attn_implementation``): "eager", the
+#: plain matrix products and softmax, which ONNX Runtime runs faster than the graph exported
+#: from "sdpa", PyTorch's fused attention (``benchmarks/bench_export.py``, docs/speed.md).
+ATTENTION = "eager"
+# Version of the export's graph and record: files of another version are exported again
+# (2: attention exported as :data:`ATTENTION`).
 _FORMAT = 2
 _PROBES = ("create a pull request on github", "read a file from the local disk")
 # A loaded export must reproduce its recorded probe vectors to this (cosine distance).
@@ -426,10 +430,16 @@ def _check_export(
 
 
 def export_onnx(
-    model_path: Path, target: Path, precision: str, tokenizer: Any, pooling: str
+    model_path: Path,
+    target: Path,
+    precision: str,
+    tokenizer: Any,
+    pooling: str,
+    attention: str = ATTENTION,
 ) -> None:
     """Export the transformer of ``model_path`` to ``target`` (int8: quantised after export)
-    and write its record; the file appears atomically. Needs torch and transformers."""
+    and write its record; the file appears atomically. Needs torch and transformers.
+    ``attention`` is transformers' ``attn_implementation`` to export (benchmarks compare)."""
     try:
         import torch
         from transformers import AutoModel
@@ -440,7 +450,7 @@ def export_onnx(
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".export-") as scratch:
         fp32 = Path(scratch) / "model.onnx"
         model = AutoModel.from_pretrained(
-            str(model_path), local_files_only=True, attn_implementation="eager"
+            str(model_path), local_files_only=True, attn_implementation=attention
         ).eval()
         _torch_export(torch, model, fp32)
         produced = fp32

@@ -179,6 +179,11 @@ REGISTRY: tuple[Result, ...] = (
         {"bench_embedding_10k_int8": lambda data: _script("bench_embedding").markdown([data])},
     ),
     Result(
+        "bench_export",
+        "python benchmarks/bench_export.py --out benchmarks/results/bench_export.json",
+        {"bench_export": script_table("bench_export")},
+    ),
+    Result(
         "embedding_quality",
         "python benchmarks/bench_embedding.py --quality "
         "--out benchmarks/results/embedding_quality.json",
