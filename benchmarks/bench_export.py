@@ -31,7 +31,7 @@ from bench_backends import catalogue, task_queries
 from toolsearch.backends import onnx_encoder
 from toolsearch.backends.embedding import DEFAULT_FIELDS
 from toolsearch.backends.embedding_cache import normalise
-from toolsearch.backends.encoders import DEFAULT_MODEL, SHIPPED_MODEL_PATH
+from toolsearch.backends.encoders import SHIPPED_MODEL_PATH, TUNED_MODEL
 from toolsearch.backends.onnx_encoder import OnnxEncoder, export_onnx, export_path, read_layout
 from toolsearch.backends.tool_text import tool_text
 from toolsearch.multistep import split_steps
@@ -49,7 +49,7 @@ def make_encoder(folder: Path, attention: str, precision: str) -> OnnxEncoder:
     target = export_path(folder, SHIPPED_MODEL_PATH, precision)
     tokenizer = onnx_encoder._tokenizer(layout)
     export_onnx(SHIPPED_MODEL_PATH, target, precision, tokenizer, layout.pooling, attention)
-    encoder = OnnxEncoder(DEFAULT_MODEL, SHIPPED_MODEL_PATH, folder, precision=precision)
+    encoder = OnnxEncoder(TUNED_MODEL, SHIPPED_MODEL_PATH, folder, precision=precision)
     encoder.prepare()
     return encoder
 
@@ -100,7 +100,7 @@ def measure(rounds: int = 3) -> dict[str, Any]:
             }
         )
     return {
-        "model": DEFAULT_MODEL,
+        "model": TUNED_MODEL,
         "tasks": len(tasks),
         "steps": len(steps),
         "tool_texts": len(texts),
