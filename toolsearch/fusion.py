@@ -139,7 +139,12 @@ def names_whole_name(query: Collection[str], own: Collection[str], min_words: in
 
 def names_server(query: Collection[str], found: NameWords) -> bool:
     """Whether the query says every word of the tool's server (a tool with no server: no)."""
-    return bool(found.server) and found.server.issubset(query)
+    return _says_server(query, found.server)
+
+
+def _says_server(query: Collection[str], server: frozenset[str]) -> bool:
+    """Whether the query says every word of ``server`` (no words: no)."""
+    return bool(server) and server.issubset(query)
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,7 +235,7 @@ class Fuser:
         dice = min(1.0, 2 * longest / (len(words) + longest)) if longest else 0.0
         floor = kth - self.name_weight * dice - self.exact_name_bonus - 1e-9
         servers = {names[name].server for name in fused} if self.server_bonus else set()
-        named = {server for server in servers if server and server.issubset(words)}
+        named = {server for server in servers if _says_server(words, server)}
         lifted = floor - self.server_bonus  # for the tools of a server the query names
         return {
             name: score
