@@ -205,7 +205,9 @@ def _percentile(values: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def _latencies(call: Callable[[str], object], queries: Sequence[str], rounds: int) -> list[float]:
+def latencies(call: Callable[[str], object], queries: Sequence[str], rounds: int) -> list[float]:
+    """Seconds of each call of ``call`` on ``queries``, ``rounds`` times over, after ten
+    warm-up calls."""
     for text in queries[:10]:
         call(text)
     out = []
@@ -262,10 +264,10 @@ def measure(name: str, size: int, *, rounds: int = 3) -> dict[str, Any]:
         return engine.search(text, 5)
 
     label, direct = direct_call(name, backend)
-    layered_kw = _latencies(through_toolsearch, keyword, rounds)
-    direct_kw = _latencies(direct, keyword, rounds)
-    layered_nl = _latencies(through_toolsearch, natural, 1) if natural else []
-    layered_task = _latencies(through_toolsearch, tasks, 1) if tasks else []
+    layered_kw = latencies(through_toolsearch, keyword, rounds)
+    direct_kw = latencies(direct, keyword, rounds)
+    layered_nl = latencies(through_toolsearch, natural, 1) if natural else []
+    layered_task = latencies(through_toolsearch, tasks, 1) if tasks else []
     # The layer ratio from interleaved calls, so both sides see the same machine load, taking
     # turns at going first (the first call of a query meets colder caches); over the queries
     # without +required terms, whose filter the direct call does not apply.

@@ -20,13 +20,12 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_backends import catalogue, task_queries
+from bench_backends import catalogue, latencies, task_queries
 
 from toolsearch.backends import onnx_encoder
 from toolsearch.backends.embedding import DEFAULT_FIELDS
@@ -54,15 +53,6 @@ def make_encoder(folder: Path, attention: str, precision: str) -> OnnxEncoder:
     return encoder
 
 
-def _times_ms(call: Callable[[str], object], texts: list[str]) -> list[float]:
-    times = []
-    for text in texts:
-        start = time.perf_counter()
-        call(text)
-        times.append((time.perf_counter() - start) * 1000)
-    return times
-
-
 def measure(rounds: int = 3) -> dict[str, Any]:
     """Every export's timings, each round visiting the exports in a rotated order."""
     tasks = task_queries()
@@ -79,8 +69,8 @@ def measure(rounds: int = 3) -> dict[str, Any]:
         for turn in range(rounds):
             for v in variants[turn % len(variants) :] + variants[: turn % len(variants)]:
                 encoder = encoders[v]
-                timings[v]["task"] += _times_ms(encoder.encode_alone, tasks)
-                timings[v]["step"] += _times_ms(encoder.encode_alone, steps)
+                timings[v]["task"] += latencies(encoder.encode_alone, tasks, 1)
+                timings[v]["step"] += latencies(encoder.encode_alone, steps, 1)
                 start = time.perf_counter()
                 encoder.encode(texts)
                 timings[v]["bulk"].append(time.perf_counter() - start)
@@ -93,8 +83,8 @@ def measure(rounds: int = 3) -> dict[str, Any]:
             {
                 "attention": attention,
                 "precision": precision,
-                "task_p50_ms": round(statistics.median(t["task"]), 2),
-                "step_p50_ms": round(statistics.median(t["step"]), 2),
+                "task_p50_ms": round(statistics.median(t["task"]) * 1000, 2),
+                "step_p50_ms": round(statistics.median(t["step"]) * 1000, 2),
                 "tools_1000_s": round(statistics.median(t["bulk"]), 2),
                 "max_cosine_distance_to_sdpa": float(f"{float(distance.max()):.2e}"),
             }
