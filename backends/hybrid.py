@@ -8,7 +8,8 @@ Each member ranks the query on its own (its best ``depth`` hits) and the hybrid 
     ``embedding``), then ``Σ w_m · norm_m(tool) / Σ w_m``, plus ``name_weight`` times the
     share of the query's content words that are words of the tool's name or server, plus
     ``exact_name_bonus`` when the query says every word of the tool's own name, plus
-    ``server_bonus`` when it says every word of the tool's server;
+    ``server_bonus`` when it says every word of the tool's server, plus ``server_support``
+    times the best score among the tool's server's tools;
 ``fusion="rrf"``
     reciprocal rank fusion, ``Σ w_m / (k + rank_m(tool))`` (Cormack, Clarke and Büttcher,
     SIGIR 2009), the previous default.
@@ -60,6 +61,7 @@ __all__ = [
     "DEFAULT_MIN_SIMILARITY",
     "DEFAULT_NAME_WEIGHT",
     "DEFAULT_SERVER_BONUS",
+    "DEFAULT_SERVER_SUPPORT",
     "DEFAULT_STEP_DEPTH",
     "FUSIONS",
     "HybridBackend",
@@ -93,6 +95,10 @@ DEFAULT_EXACT_NAME_BONUS = 0.1
 #: What a tool gains in convex fusion when the query names its server: the smallest of the dev
 #: grid within ``CHOICE_MARGIN`` of the best mean dev ndcg@10 (``docs/retrieval.md``).
 DEFAULT_SERVER_BONUS = 0.2
+#: The share of its server's best score each tool gains in convex fusion: the smallest of the
+#: dev grid within ``CHOICE_MARGIN`` of the best mean dev ndcg@10 over the three datasets and
+#: mcp-workbench inside 10,000 tools (``docs/retrieval.md``).
+DEFAULT_SERVER_SUPPORT = 0.5
 #: "No tool fits" below this best embedding cosine with the default embedding model: the
 #: highest threshold costing at most .01 recall@5 on every dev split (``docs/retrieval.md``).
 DEFAULT_MIN_SIMILARITY = CALIBRATED_MIN_SIMILARITY[DEFAULT_MODEL]
@@ -258,6 +264,7 @@ class HybridBackend(BaseBackend):
     of the name-match feature (convex fusion; 0 turns it off). ``exact_name_bonus``: what a
     tool whose whole name (two words or more) the query says gains (0 turns it off).
     ``server_bonus``: what a tool whose server the query names gains (0 turns it off).
+    ``server_support``: the share of its server's best score each tool gains (0 turns it off).
     ``multistep``: search each step
     of a multi-clause request and merge (:mod:`toolsearch.multistep`); ``step_depth``: hits
     each member contributes to a step (at least the requested ``k``). ``min_member_score``:
@@ -292,6 +299,7 @@ class HybridBackend(BaseBackend):
         name_weight: float = DEFAULT_NAME_WEIGHT,
         exact_name_bonus: float = DEFAULT_EXACT_NAME_BONUS,
         server_bonus: float = DEFAULT_SERVER_BONUS,
+        server_support: float = DEFAULT_SERVER_SUPPORT,
         multistep: bool = DEFAULT_MULTISTEP,
         step_depth: int = DEFAULT_STEP_DEPTH,
         min_member_score: Mapping[str, float] | None = None,
@@ -317,6 +325,7 @@ class HybridBackend(BaseBackend):
         self.name_weight = _check_number("name_weight", name_weight)
         self.exact_name_bonus = _check_number("exact_name_bonus", exact_name_bonus)
         self.server_bonus = _check_number("server_bonus", server_bonus)
+        self.server_support = _check_number("server_support", server_support)
         if min_member_score is None:
             min_member_score = _default_min_scores(self.weights, self.member_options)
         self.min_member_score = _check_min_scores(min_member_score, self.weights)
@@ -338,6 +347,7 @@ class HybridBackend(BaseBackend):
             self.name_weight,
             exact_name_bonus=self.exact_name_bonus,
             server_bonus=self.server_bonus,
+            server_support=self.server_support,
         )
         self.members: dict[str, SearchBackend] = {
             member: load_backend(backend, **_constructor_options(self.member_options[member]))
@@ -537,6 +547,7 @@ class HybridBackend(BaseBackend):
             "name_weight": self.name_weight,
             "exact_name_bonus": self.exact_name_bonus,
             "server_bonus": self.server_bonus,
+            "server_support": self.server_support,
             "multistep": self.multistep,
             "step_depth": self.step_depth,
             "min_member_score": dict(self.min_member_score),

@@ -62,6 +62,7 @@ from .hybrid import (
     DEFAULT_MULTISTEP,
     DEFAULT_NAME_WEIGHT,
     DEFAULT_SERVER_BONUS,
+    DEFAULT_SERVER_SUPPORT,
 )
 from .postgres_connect import ConnectionSettings
 from .postgres_schema import (
@@ -139,6 +140,7 @@ def fuser(fusion: str = "convex") -> Fuser:
         name_weight=DEFAULT_NAME_WEIGHT,
         exact_name_bonus=DEFAULT_EXACT_NAME_BONUS,
         server_bonus=DEFAULT_SERVER_BONUS,
+        server_support=DEFAULT_SERVER_SUPPORT,
     )
 
 
@@ -868,6 +870,7 @@ class PostgresBackend(BaseBackend):
                 "name_weight": used.name_weight,
                 "exact_name_bonus": used.exact_name_bonus,
                 "server_bonus": used.server_bonus,
+                "server_support": used.server_support,
             }
         return params | {"depth": DEFAULT_DEPTH}
 

@@ -13,10 +13,11 @@ Protocol (see ``docs/retrieval.md``):
   through :class:`toolsearch.fusion.Fuser` — the code :class:`HybridBackend` runs — so the
   numbers are those of the real backend. The script checks this on a sample of queries.
 * Settings (the convex weight of the embedding member, the name-match weight, the server
-  bonus, the abstention threshold) are chosen on the **dev** splits only: the best mean
-  ndcg@10 over the three dev sets; **test** splits are reported. Leave-one-dataset-out (LODO):
-  the same choice made on the two other datasets' dev splits, scored on the left-out
-  dataset's test split.
+  bonus, the server support, the abstention threshold) are chosen on the **dev** splits only:
+  the best mean ndcg@10 over the three dev sets (for the server support, also over
+  mcp-workbench's dev split inside 10,000 tools, :mod:`distractors`: the setting it is for);
+  **test** splits are reported. Leave-one-dataset-out (LODO): the same choice made on the
+  two other datasets' dev splits, scored on the left-out dataset's test split.
 * Metrics per dataset and query style: recall@5, hit@1, ndcg@10 (ranx), every query scored by
   its groups of alternative gold tools as ``toolsearch bench`` scores it; significance: ranx's
   paired two-sided t-test of every variant against the previous default (RRF), p < 0.05.
@@ -27,13 +28,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from distractors import samples as distractor_samples
 from member_runs import (
     DATASETS,
     DEPTH,
@@ -54,6 +57,7 @@ from toolsearch.backends.hybrid import (
     DEFAULT_MEMBERS,
     DEFAULT_NAME_WEIGHT,
     DEFAULT_SERVER_BONUS,
+    DEFAULT_SERVER_SUPPORT,
 )
 from toolsearch.backends.hybrid import DEFAULT_STEP_DEPTH as STEP_DEPTH
 from toolsearch.bench.metrics import parse_metrics, per_query_scores
@@ -82,6 +86,11 @@ EMBEDDING_GRID = (0.5, 0.55, 0.6, 0.65, 0.7, 0.75)
 NAME_GRID = (0.0, 0.1, 0.2, 0.4)
 #: What a tool whose server the query names may gain; chosen after the weights, with them.
 SERVER_GRID = (0.0, 0.1, 0.2, 0.3, 0.5)
+#: The share of its server's best score a tool may gain; chosen after the server bonus.
+SUPPORT_GRID = (0.0, 0.3, 0.5, 0.8, 1.0)
+#: mcp-workbench inside this many tools (:mod:`distractors`): a dev set of the server support.
+LARGE_TOOLS = 10_000
+LARGE = f"mcp-workbench+{LARGE_TOOLS}"
 #: The backend's current setting stays unless a grid point beats its mean dev ndcg@10 by more
 #: than this: smaller differences are noise on about 1,000 queries per set, and a default that
 #: moves with every retrained model is no default.
@@ -99,19 +108,22 @@ ABSTAIN_MAX_COST = 0.01
 ABSTAIN_GRID = tuple(round(0.10 + 0.01 * i, 2) for i in range(26))
 #: The default's row of the ablation, the row before it, and its fusion with one search per
 #: request.
-DEFAULT_VARIANT = "+ server named (default)"
+DEFAULT_VARIANT = "+ server support (default)"
+SERVER_NAMED_VARIANT = "+ server named"
 MULTISTEP_VARIANT = "+ multi-step"
 ONE_SEARCH_VARIANT = "+ exact-name bonus"
 FTS5_VARIANT = "default with fts5 for unstemmed bm25"
 STEP_DEPTH_VARIANT = f"default with steps at depth {DEPTH}"
 MULTISTEP_TITLE = "Multi-step search against one search per request"
 SERVER_TITLE = "The server-named bonus against none"
+SUPPORT_TITLE = "Server support against none"
 UNSTEMMED_TITLE = "Unstemmed bm25 as the third member against fts5"
 STEP_DEPTH_TITLE = f"Steps ranked from {STEP_DEPTH} hits per member against {DEPTH}"
 #: Pairs of variants tested against each other: ``{key: (before, after)}``.
 PAIRS = {
     "multistep_vs_one_search": (ONE_SEARCH_VARIANT, MULTISTEP_VARIANT),
-    "server_named": (MULTISTEP_VARIANT, DEFAULT_VARIANT),
+    "server_named": (MULTISTEP_VARIANT, SERVER_NAMED_VARIANT),
+    "server_support": (SERVER_NAMED_VARIANT, DEFAULT_VARIANT),
     "unstemmed_bm25_vs_fts5": (FTS5_VARIANT, DEFAULT_VARIANT),
     "step_depth": (STEP_DEPTH_VARIANT, DEFAULT_VARIANT),
 }
@@ -196,7 +208,22 @@ def load_data(
     name: str, split: str, limit: int | None, cache: Path, *, fold: bool | None = None
 ) -> Data:
     sample = load_sample(name, split, limit)
-    members = members_for(name, split, limit, fold=fold)
+    return sample_data(sample, members_for(name, split, limit, fold=fold), limit, cache)
+
+
+def load_large(split: str, limit: int | None, cache: Path) -> Data:
+    """mcp-workbench's ``split`` inside :data:`LARGE_TOOLS` tools, with the default's members
+    (on dev, the fold model that never saw mcp-workbench)."""
+    _, big = distractor_samples(limit, LARGE_TOOLS, split)
+    members = members_for("mcp-workbench", split, limit)
+    used = {m: spec for m, spec in members.items() if m == "embedding" or m in LEXICAL_SHARES}
+    return sample_data(big, used, limit, cache)
+
+
+def sample_data(
+    sample: Sample, members: Mapping[str, MemberSpec], limit: int | None, cache: Path
+) -> Data:
+    """``sample`` with the cached hits of ``members`` for its queries and their steps."""
     hits = {m: member_hits(sample, spec, limit=limit, cache=cache) for m, spec in members.items()}
     steps = {q.id: split_steps(q.text) for q in sample.queries}
     texts = {f"{qid}#{i}": t for qid, st in steps.items() if len(st) > 1 for i, t in enumerate(st)}
@@ -326,20 +353,18 @@ def choose_default(
     return best
 
 
-def server_curve(
-    data: Mapping[tuple[str, str], Data], embedding: float, name_weight: float
+def setting_curve(
+    dev: Mapping[str, Data], setting: str, fuser: Callable[[float], Fuser], grid: Iterable[float]
 ) -> dict[float, dict[str, float]]:
-    """Dev ndcg@10 per dataset of the default (multi-step on) at the chosen weights, for each
-    server bonus of :data:`SERVER_GRID`."""
-    fuser = one_search_variant(embedding, name_weight).fuser
+    """Dev ndcg@10 per set of ``dev`` with multi-step search and ``fuser(value)``, for each
+    value of one ``setting`` in ``grid``."""
     curve = {}
-    for bonus in SERVER_GRID:
-        variant = Variant("server", replace(fuser, server_bonus=bonus), multistep=True)
-        curve[bonus] = {
-            d: scores(data[d, "dev"], rank(data[d, "dev"], variant))["all"][OBJECTIVE]
-            for d in DATASETS
+    for value in grid:
+        variant = Variant(setting, fuser(value), multistep=True)
+        curve[value] = {
+            name: scores(data, rank(data, variant))["all"][OBJECTIVE] for name, data in dev.items()
         }
-        log(f"  server bonus {bonus}: {curve[bonus]}")
+        log(f"  {setting} {value}: {curve[value]}")
     return curve
 
 
@@ -357,11 +382,14 @@ def choose_value(
 
 
 def unseen_catalogue_effect(limit: int | None, cache: Path, default: Variant) -> dict[str, Any]:
-    """The server bonus where the model never saw the catalogue, as on a user's own: the test
-    split of each dataset whose tools have servers, its embedding member the fold model trained
-    without that dataset, the default against the default without the bonus (paired t-test)."""
+    """The server bonus and support where the model never saw the catalogue, as on a user's
+    own: the test split of each dataset whose tools have servers, its embedding member the fold
+    model trained without that dataset, the default against the default without either
+    (paired t-test)."""
     without = Variant(
-        MULTISTEP_VARIANT, replace(default.fuser, server_bonus=0.0), multistep=default.multistep
+        MULTISTEP_VARIANT,
+        replace(default.fuser, server_bonus=0.0, server_support=0.0),
+        multistep=default.multistep,
     )
     out: dict[str, Any] = {}
     for name in DATASETS:
@@ -417,7 +445,9 @@ def choose_abstention(data: Mapping[tuple[str, str], Data], variant: Variant) ->
 # --------------------------------------------------------------------------- variants
 
 
-def variants(embedding: float, name_weight: float, server_bonus: float) -> list[Variant]:
+def variants(
+    embedding: float, name_weight: float, server_bonus: float, server_support: float
+) -> list[Variant]:
     """The members alone, the previous default, then each technique added in turn."""
     previous = Variant(
         "rrf (previous default)",
@@ -428,7 +458,8 @@ def variants(embedding: float, name_weight: float, server_bonus: float) -> list[
     stemmed = default_variant(embedding, name_weight)
     one_search = one_search_variant(embedding, name_weight)
     one_fuser = one_search.fuser
-    default = replace(one_fuser, server_bonus=server_bonus)
+    named = replace(one_fuser, server_bonus=server_bonus)
+    default = replace(named, server_support=server_support)
     steps = [
         convex_variant(
             "+ convex fusion", embedding, 0.0, {"fts5": 1.0}, "normalised convex combination"
@@ -462,10 +493,16 @@ def variants(embedding: float, name_weight: float, server_bonus: float) -> list[
             "the whole request merged in round-robin after its best hit",
         ),
         Variant(
+            SERVER_NAMED_VARIANT,
+            named,
+            multistep=True,
+            what=f"plus {server_bonus} for tools whose server the request names",
+        ),
+        Variant(
             DEFAULT_VARIANT,
             default,
             multistep=True,
-            what=f"plus {server_bonus} for tools whose server the request names",
+            what=f"plus {server_support} times the best score among the tool's server's tools",
         ),
         Variant(
             STEP_DEPTH_VARIANT,
@@ -481,6 +518,7 @@ def variants(embedding: float, name_weight: float, server_bonus: float) -> list[
                 convex_variant("", embedding, name_weight, FTS5_SHARES).fuser,
                 exact_name_bonus=EXACT_NAME_BONUS,
                 server_bonus=server_bonus,
+                server_support=server_support,
             ),
             multistep=True,
             what="the default with fts5 as its unstemmed lexical member, as it was before",
@@ -517,24 +555,31 @@ def significance(
 
 
 def lodo(
-    data: Mapping[tuple[str, str], Data], grid: Grid, servers: Mapping[float, Mapping[str, float]]
+    data: Mapping[tuple[str, str], Data],
+    grid: Grid,
+    servers: Mapping[float, Mapping[str, float]],
+    support: Mapping[float, Mapping[str, float]],
 ) -> dict[str, Any]:
-    """Leave-one-dataset-out: settings chosen on the other datasets' dev splits, scored on the
-    left-out dataset's test split."""
+    """Leave-one-dataset-out: settings chosen on the other datasets' dev splits (and, for the
+    server support, the large catalogue unless it is built on the left-out dataset), scored on
+    the left-out dataset's test split."""
     out: dict[str, Any] = {}
     for held in DATASETS:
         others = [d for d in DATASETS if d != held]
         embedding, name_weight, _ = choose_default(grid, others, incumbent())
         server_bonus = choose_value(servers, others, DEFAULT_SERVER_BONUS)
+        supported_on = others if held == "mcp-workbench" else [*others, LARGE]
+        server_support = choose_value(support, supported_on, DEFAULT_SERVER_SUPPORT)
         variant = default_variant(embedding, name_weight)
-        variant = replace(variant, fuser=replace(variant.fuser, server_bonus=server_bonus))
+        fuser = replace(variant.fuser, server_bonus=server_bonus, server_support=server_support)
         test = data[held, "test"]
         out[held] = {
             "chosen_on": others,
             "embedding_weight": embedding,
             "name_weight": name_weight,
             "server_bonus": server_bonus,
-            "test": scores(test, rank(test, variant)),
+            "server_support": server_support,
+            "test": scores(test, rank(test, replace(variant, fuser=fuser))),
         }
     return out
 
@@ -558,6 +603,8 @@ def check_against_backend(data: Data, variant: Variant, n: int = 25) -> None:
         raise SystemExit("HybridBackend's exact-name bonus is not the ablation's default")
     if backend.fuser.server_bonus != variant.fuser.server_bonus:
         raise SystemExit("HybridBackend's server bonus is not the chosen one")
+    if backend.fuser.server_support != variant.fuser.server_support:
+        raise SystemExit("HybridBackend's server support is not the chosen one")
     backend.index(list(data.sample.dataset.tools))
     replayed = rank(data, variant)
     for query in data.sample.queries[:n]:
@@ -647,7 +694,8 @@ def _pair_effect(results: Mapping[str, Any], key: str, title: str) -> str:
 
 
 def _unseen_sentence(results: Mapping[str, Any]) -> str:
-    """One sentence: the server bonus with the fold model on each left-out test split."""
+    """One sentence: the server bonus and support with the fold model on each left-out test
+    split."""
     parts = []
     for dataset, effect in results.get("server_unseen", {}).items():
         before, after = (effect["scores"][v] for v in (MULTISTEP_VARIANT, DEFAULT_VARIANT))
@@ -666,9 +714,8 @@ def _unseen_sentence(results: Mapping[str, Any]) -> str:
     if not parts:
         return ""
     return (
-        "The same with the fold model that never saw the dataset, as on a new catalogue: "
-        + "; ".join(parts)
-        + "."
+        "Both server features against neither, with the fold model that never saw the "
+        "dataset, as on a new catalogue: " + "; ".join(parts) + "."
     )
 
 
@@ -685,7 +732,8 @@ def markdown_targets(results: Mapping[str, Any]) -> str:
     )
     return (
         f"{_pair_effect(results, 'multistep_vs_one_search', MULTISTEP_TITLE)} "
-        f"{_pair_effect(results, 'server_named', SERVER_TITLE)} {_unseen_sentence(results)} "
+        f"{_pair_effect(results, 'server_named', SERVER_TITLE)} "
+        f"{_pair_effect(results, 'server_support', SUPPORT_TITLE)} {_unseen_sentence(results)} "
         f"{_pair_effect(results, 'unstemmed_bm25_vs_fts5', UNSTEMMED_TITLE)} "
         f"{_pair_effect(results, 'step_depth', STEP_DEPTH_TITLE)} "
         f"Against the targets (test splits): `keywords` hit@1 {wb('keywords', 'hit@1')} "
@@ -752,9 +800,19 @@ def main(argv: Iterable[str] | None = None) -> int:
     log("choosing the default on the dev splits")
     grid = grid_scores(data)
     embedding, name_weight, dev_mean = choose_default(grid, DATASETS, incumbent())
-    servers = server_curve(data, embedding, name_weight)
+    dev = {d: data[d, "dev"] for d in DATASETS}
+    fuser = one_search_variant(embedding, name_weight).fuser
+    bonus = partial(replace, fuser)
+    servers = setting_curve(dev, "server_bonus", lambda v: bonus(server_bonus=v), SERVER_GRID)
     server_bonus = choose_value(servers, DATASETS, DEFAULT_SERVER_BONUS)
-    chosen = variants(embedding, name_weight, server_bonus)
+    log(f"choosing the server support, also on {LARGE} (dev)")
+    dev[LARGE] = load_large("dev", args.limit, cache)
+    supported = partial(replace, fuser, server_bonus=server_bonus)
+    support = setting_curve(
+        dev, "server_support", lambda v: supported(server_support=v), SUPPORT_GRID
+    )
+    server_support = choose_value(support, dev, DEFAULT_SERVER_SUPPORT)
+    chosen = variants(embedding, name_weight, server_bonus, server_support)
     results: dict[str, Any] = {
         "benchmark": "ablation",
         "protocol": {
@@ -766,6 +824,8 @@ def main(argv: Iterable[str] | None = None) -> int:
             "choice_margin": CHOICE_MARGIN,
             "name_grid": list(NAME_GRID),
             "server_grid": list(SERVER_GRID),
+            "support_grid": list(SUPPORT_GRID),
+            "support_chosen_on": list(dev),
             "lexical_shares": LEXICAL_SHARES,
             "significance": "ranx paired two-sided t-test vs the previous default, p < 0.05",
         },
@@ -775,8 +835,10 @@ def main(argv: Iterable[str] | None = None) -> int:
             "name_weight": name_weight,
             "dev_mean": round(dev_mean, 4),
             "server_bonus": server_bonus,
+            "server_support": server_support,
         },
         "server_curve": {str(b): v for b, v in servers.items()},
+        "support_curve": {str(b): v for b, v in support.items()},
         "variants": [v.name for v in chosen],
         "descriptions": {v.name: v.what for v in chosen},
     }
@@ -784,7 +846,7 @@ def main(argv: Iterable[str] | None = None) -> int:
     default = next(v for v in chosen if v.name.endswith("(default)"))
     threshold = choose_abstention(data, default)
     results["abstention"] = abstention_report(data, default, threshold)
-    results["lodo"] = lodo(data, grid, servers)
+    results["lodo"] = lodo(data, grid, servers, support)
     results["server_unseen"] = unseen_catalogue_effect(args.limit, cache, default)
     results["grid"] = {f"{e}/{w}": v for (e, w), v in grid.items()}
     args.out.parent.mkdir(parents=True, exist_ok=True)

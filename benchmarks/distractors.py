@@ -11,7 +11,8 @@ mcp-workbench service (``github``, ``stripe-remote``, ...) are left out of the p
 distractor is another server's copy of a gold tool, and no distractor has a gold tool's name
 (one tool per name). The queries, their gold tools and the split are unchanged.
 
-Each backend (the default ``hybrid``, its ``embedding`` and stemmed ``bm25`` members) ranks
+Each backend (the default ``hybrid``, the default without its server bonus or without its
+server support, its ``embedding`` and stemmed ``bm25`` members) ranks
 the test split (at most ``--limit`` queries, the sample of the other quality benchmarks) in
 both catalogues; the table gives recall@5 per query style, hit@1 and ndcg@10 over all
 labelled queries, the false-positive rate on negatives, and ranx's paired t-test of the
@@ -48,6 +49,7 @@ POOL = ("bfcl", "metatool", "mcp-docker-catalog", "mcp-github-catalog")
 BACKENDS: Mapping[str, MemberSpec] = {
     "default (hybrid)": MemberSpec("hybrid", "hybrid", {}),
     "default without server bonus": MemberSpec("hybrid", "hybrid", {"server_bonus": 0.0}),
+    "default without server support": MemberSpec("hybrid", "hybrid", {"server_support": 0.0}),
     "embedding": MemberSpec("embedding", "embedding", {}),
     "bm25_stem": MemberSpec("bm25s", "bm25", {"stem": True, "stopwords": True}),
 }
@@ -86,9 +88,9 @@ def distractors(own: Sequence[Tool], size: int) -> list[Tool]:
     return kept[:wanted]
 
 
-def samples(limit: int, size: int) -> tuple[Sample, Sample]:
-    """The test sample in its own catalogue and in a catalogue of ``size`` tools."""
-    small = load_sample("mcp-workbench", "test", limit)
+def samples(limit: int | None, size: int, split: str = "test") -> tuple[Sample, Sample]:
+    """The ``split`` sample in its own catalogue and in a catalogue of ``size`` tools."""
+    small = load_sample("mcp-workbench", split, limit)
     tools = [*small.dataset.tools, *distractors(small.dataset.tools, size)]
     big = replace(small.dataset, name=f"mcp-workbench+{size}", tools=tools, path=None)
     return small, Sample(big, small.split, small.queries)

@@ -47,7 +47,12 @@ from ablation import (
 from member_runs import DEPTH, default_runs_dir
 
 from toolsearch.backend import Hit
-from toolsearch.backends.hybrid import DEFAULT_MEMBERS, DEFAULT_NAME_WEIGHT, DEFAULT_SERVER_BONUS
+from toolsearch.backends.hybrid import (
+    DEFAULT_MEMBERS,
+    DEFAULT_NAME_WEIGHT,
+    DEFAULT_SERVER_BONUS,
+    DEFAULT_SERVER_SUPPORT,
+)
 from toolsearch.fusion import (
     name_coverage,
     names_server,
@@ -71,7 +76,10 @@ FEATURE_MEMBERS: tuple[str, ...] = ("embedding", "bm25_stem", "bm25")
 def default_fused() -> Variant:
     """The hybrid's default fusion with one search per request, replayed by the ablation."""
     variant = one_search_variant(DEFAULT_MEMBERS["embedding"], DEFAULT_NAME_WEIGHT)
-    return replace(variant, fuser=replace(variant.fuser, server_bonus=DEFAULT_SERVER_BONUS))
+    fuser = replace(
+        variant.fuser, server_bonus=DEFAULT_SERVER_BONUS, server_support=DEFAULT_SERVER_SUPPORT
+    )
+    return replace(variant, fuser=fuser)
 
 
 FEATURES: tuple[str, ...] = (

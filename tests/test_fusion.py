@@ -124,8 +124,34 @@ def test_server_bonus_lifts_the_tools_of_the_server_the_query_names() -> None:
     assert fused == {tools[0].name: 1.0, tools[1].name: pytest.approx(before[tools[1].name] + 0.3)}
 
 
-@pytest.mark.parametrize("server_bonus", [0.0, 0.3])
-def test_fusing_for_the_best_k_keeps_every_tool_that_can_reach_them(server_bonus: float) -> None:
+def test_server_support_pulls_down_the_tools_of_a_server_whose_best_tool_ranks_low() -> None:
+    tools = [
+        Tool("mcp__github__create_issue", ""),
+        Tool("mcp__github__list_issues", ""),
+        Tool("mcp__jira__create_ticket", ""),
+        Tool("search_web", ""),
+    ]
+    names = {t.name: name_words(t) for t in tools}
+    scores = [1.0, 0.7, 0.75, 0.4]
+    hits = {"m": [Hit(t.name, s) for t, s in zip(tools, scores, strict=True)]}
+    query = parse_query("anything")
+    plain = Fuser({"m": 1.0}, "convex", {"m": "max"}).fuse(query, hits, names)
+    supported = Fuser({"m": 1.0}, "convex", {"m": "max"}, server_support=0.5).fuse(
+        query, hits, names
+    )
+    # each tool gains half its own server's best; a tool with no server, half the best of all
+    lead = {"github": plain[tools[0].name], "jira": plain[tools[2].name], None: 1.0}
+    assert supported == {t.name: pytest.approx(plain[t.name] + 0.5 * lead[t.server]) for t in tools}
+    order = sorted(supported, key=lambda name: -supported[name])
+    assert order.index("mcp__github__list_issues") < order.index("mcp__jira__create_ticket")
+
+
+@pytest.mark.parametrize(
+    ("server_bonus", "server_support"), [(0.0, 0.0), (0.3, 0.0), (0.0, 0.5), (0.3, 0.8)]
+)
+def test_fusing_for_the_best_k_keeps_every_tool_that_can_reach_them(
+    server_bonus: float, server_support: float
+) -> None:
     rng = random.Random(3)
     vocabulary = [
         "create",
@@ -140,9 +166,12 @@ def test_fusing_for_the_best_k_keeps_every_tool_that_can_reach_them(server_bonus
         "message",
         "list",
     ]
-    servers = ["git", "chat", "files"]
+    servers = ["git", "chat", "files", "git_hub", ""]
     named = {
-        f"mcp__{rng.choice(servers)}__{'_'.join(rng.sample(vocabulary, 2))}" for _ in range(80)
+        f"mcp__{server}__{'_'.join(rng.sample(vocabulary, 2))}"
+        if server
+        else "_".join(rng.sample(vocabulary, 3))
+        for server in (rng.choice(servers) for _ in range(80))
     }
     tools = [Tool(name, "") for name in sorted(named)]
     names = {tool.name: name_words(tool) for tool in tools}
@@ -153,6 +182,7 @@ def test_fusing_for_the_best_k_keeps_every_tool_that_can_reach_them(server_bonus
         name_weight=0.2,
         exact_name_bonus=0.1,
         server_bonus=server_bonus,
+        server_support=server_support,
     )
     left_out = 0
     for _ in range(200):

@@ -288,8 +288,9 @@ def test_convex_fusion_keeps_an_exact_name_first() -> None:
 
 def test_multistep_option_searches_each_step() -> None:
     tools = _tools()
-    single = HybridBackend(members=["keyword"])
-    multi = HybridBackend(members=["keyword"], multistep=True)
+    # without server support, which would rank the whole request's second server lower
+    single = HybridBackend(members=["keyword"], server_support=0.0)
+    multi = HybridBackend(members=["keyword"], multistep=True, server_support=0.0)
     for backend in (single, multi):
         backend.index(tools)
     query = parse_query("read the latest slack channel messages and then create a calendar event")
@@ -311,6 +312,8 @@ def test_multistep_option_searches_each_step() -> None:
         ({"exact_name_bonus": float("nan")}, "exact_name_bonus must be a finite number"),
         ({"server_bonus": -0.1}, "server_bonus must be non-negative"),
         ({"server_bonus": "0.2"}, "server_bonus must be a finite number"),
+        ({"server_support": -1}, "server_support must be non-negative"),
+        ({"server_support": float("inf")}, "server_support must be a finite number"),
         ({"multistep": "yes"}, "multistep must be true or false"),
         ({"step_depth": 0}, "step_depth must be a positive integer, got 0"),
         ({"step_depth": True}, "step_depth must be a positive integer, got True"),
@@ -463,7 +466,7 @@ def test_a_request_that_names_a_server_lifts_that_servers_tools_only() -> None:
     query = parse_query("post the ticket link to the deploys channel on slack")
     scores = {}
     for bonus in (0.0, 0.5):
-        hybrid = HybridBackend(members={"bm25": 1.0}, server_bonus=bonus)
+        hybrid = HybridBackend(members={"bm25": 1.0}, server_bonus=bonus, server_support=0.0)
         hybrid.index(tools)
         scores[bonus] = {hit.name.split("__")[1]: hit.score for hit in hybrid.search(query, 2)}
     assert scores[0.0]["discord"] > scores[0.0]["slack"]

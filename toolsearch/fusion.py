@@ -27,6 +27,11 @@ measured worse.
 Server named (:func:`names_server`): when every word of a tool's server is a content word of the
 query ("... drop the link in #deploys on Slack"), the tool gets ``server_bonus``: a request that
 names a service wants that service's tools, not the same action on another service.
+Server support: every tool gains ``server_support`` times the best score among its own server's
+tools (a tool with no server: the best score of all). Within a server nothing moves; across
+servers, the tools of a server whose best tool ranks far down are pulled further down — a soft
+form of ranking servers first and then their tools (MCP-Zero), which matters most when many
+servers offer similar tools.
 
 The measurements behind all four are in ``docs/retrieval.md``.
 """
@@ -34,6 +39,7 @@ The measurements behind all four are in ``docs/retrieval.md``.
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -147,21 +153,38 @@ def _says_server(query: Collection[str], server: frozenset[str]) -> bool:
     return bool(server) and server.issubset(query)
 
 
+def _server_leads(scored: Mapping[str, float], names: Mapping[str, NameWords]) -> dict[str, float]:
+    """The best of ``scored`` per server (tools with no server, or not in ``names``, left out)."""
+    leads: dict[str, float] = {}
+    for name, score in scored.items():
+        home = _home(names, name)
+        if home and score > leads.get(home, -math.inf):
+            leads[home] = score
+    return leads
+
+
+def _home(names: Mapping[str, NameWords], name: str) -> str:
+    """The server a tool comes from, as written (``""``: none, or not in ``names``)."""
+    found = names.get(name)
+    return found.home if found is not None else ""
+
+
 @dataclass(frozen=True, slots=True)
 class NameWords:
     """The words of a tool's name: with its server (``words``), without (``own``), and of its
-    server alone (``server``)."""
+    server alone (``server``); ``home`` is the server as written (``""``: none)."""
 
     words: frozenset[str]
     own: frozenset[str]
     server: frozenset[str] = frozenset()
+    home: str = ""
 
 
 def name_words(tool: Tool) -> NameWords:
     """The words of a tool's name and server, as the lexical backends tokenise them."""
     fields = tool_fields(tool)
     own, server = frozenset(fields.name), frozenset(fields.server)
-    return NameWords(server | own, own, server)
+    return NameWords(server | own, own, server, tool.server or "")
 
 
 def query_words(query: ParsedQuery) -> frozenset[str]:
@@ -176,7 +199,8 @@ class Fuser:
     ``methods`` gives each member's normalisation (convex fusion), ``k`` the RRF constant,
     ``name_weight`` the weight of :func:`name_coverage`, ``exact_name_bonus`` what a tool whose
     whole name (``exact_name_min_words`` words or more) the query says gains, ``server_bonus``
-    what a tool whose server the query names gains (:func:`names_server`; convex fusion only).
+    what a tool whose server the query names gains (:func:`names_server`; convex fusion only),
+    ``server_support`` the share of its server's best score each tool gains (convex fusion only).
     """
 
     weights: Mapping[str, float]
@@ -187,6 +211,7 @@ class Fuser:
     exact_name_bonus: float = 0.0
     exact_name_min_words: int = 2
     server_bonus: float = 0.0
+    server_support: float = 0.0
 
     def fuse(
         self,
@@ -197,22 +222,34 @@ class Fuser:
     ) -> dict[str, float]:
         """Fused scores of the members' ``hits``; ``names`` maps tools to their
         :func:`name_words`. With ``k``, only the tools of ``names`` that can still be among
-        the best ``k`` once their name bonus is added (see :meth:`_reachable`)."""
+        the best ``k`` once their name bonus and server support are added (see
+        :meth:`_reachable`)."""
         if self.fusion == "rrf":
             rankings = {m: [hit.name for hit in found] for m, found in hits.items()}
             return rrf_fuse(rankings, self.weights, self.k)
         fused = convex_fuse(hits, self.weights, self.methods)
-        if self.name_weight > 0 or self.exact_name_bonus > 0 or self.server_bonus > 0:
-            words = query_words(query)
-            if k is not None:
-                fused = self._reachable(fused, words, names, k)
-            for name in fused:
-                found = names.get(name)
-                if found is not None:
-                    fused[name] = round(
-                        fused[name] + self._name_bonus(words, found), _SCORE_DECIMALS
-                    )
-        return fused
+        if not (
+            self.name_weight or self.exact_name_bonus or self.server_bonus or self.server_support
+        ):
+            return fused
+        words = query_words(query)
+        kept, needed = (set(fused),) * 2 if k is None else self._reachable(fused, words, names, k)
+        scored = {name: fused[name] + self._name_bonus(words, names.get(name)) for name in needed}
+        if self.server_support:
+            scored = self._supported(scored, names)
+        return {name: round(scored[name], _SCORE_DECIMALS) for name in kept}
+
+    def _supported(
+        self, scored: Mapping[str, float], names: Mapping[str, NameWords]
+    ) -> dict[str, float]:
+        """``scored`` plus ``server_support`` times the best score among each tool's server's
+        tools (a tool with no server: the best score of all, as if its server led)."""
+        leads = _server_leads(scored, names)
+        best = max(scored.values(), default=0.0)
+        return {
+            name: score + self.server_support * leads.get(_home(names, name), best)
+            for name, score in scored.items()
+        }
 
     def _reachable(
         self,
@@ -220,31 +257,60 @@ class Fuser:
         words: frozenset[str],
         names: Mapping[str, NameWords],
         k: int,
-    ) -> dict[str, float]:
-        """The tools of ``fused`` (those in ``names``) whose score plus the largest bonus any
-        of them could get reaches the ``k``-th best score before bonuses: the ``k`` best
-        before bonuses keep at least that score after, so no other tool can pass them (the
-        server bonus counts for the tools of a server the query names). The
-        Dice coefficient of the query's words with a name of at most ``W`` words is at most
-        ``2W / (|Q| + W)``, so for a long request the bound, and the work, is small."""
+    ) -> tuple[set[str], set[str]]:
+        """The tools of ``fused`` (those in ``names``) that can still be among the best ``k``,
+        and the tools whose name bonus must be known to score them: those, plus any tool that
+        could lead its server or the whole ranking.
+
+        A tool's name bonus is at most ``spread``, so its score after bonuses lies in
+        ``[low, low + spread]`` (``low``: fused score plus server bonus). The Dice coefficient
+        of the query's words with a name of at most ``W`` words is at most ``2W / (|Q| + W)``,
+        so for a long request the spread, and the work, is small. A server's lead lies in the
+        same band, so with server support ``μ`` the final score lies in
+        ``[floor, floor + (1 + μ) · spread]``, ``floor`` being the score with every name bonus
+        0. The ``k`` best floors are reached by ``k`` tools; a tool whose upper end falls short
+        of the ``k``-th floor cannot pass them."""
         fused = {name: score for name, score in fused.items() if name in names}
         if len(fused) <= k:
-            return fused
-        kth = heapq.nlargest(k, fused.values())[-1]
+            return set(fused), set(fused)
         longest = max(len(names[name].words) for name in fused)
         dice = min(1.0, 2 * longest / (len(words) + longest)) if longest else 0.0
-        floor = kth - self.name_weight * dice - self.exact_name_bonus - 1e-9
-        servers = {names[name].server for name in fused} if self.server_bonus else set()
+        spread = self.name_weight * dice + self.exact_name_bonus + 1e-9
+        low = self._server_named(fused, words, names)
+        floor = self._supported(low, names) if self.server_support else low
+        kth = heapq.nlargest(k, floor.values())[-1]
+        reach = (1 + self.server_support) * spread
+        kept = {name for name, score in floor.items() if score + reach >= kth}
+        if not self.server_support:
+            return kept, kept
+        leads = _server_leads(low, names)
+        best = max(low.values())
+        homes = {_home(names, name) for name in kept}
+        contenders = set()
+        for name, score in low.items():  # could lead the ranking, or a kept tool's server
+            home = _home(names, name)
+            if score + spread >= (leads.get(home, best) if home in homes else best):
+                contenders.add(name)
+        return kept, kept | contenders
+
+    def _server_named(
+        self, fused: Mapping[str, float], words: frozenset[str], names: Mapping[str, NameWords]
+    ) -> dict[str, float]:
+        """``fused`` plus the server bonus of each tool whose server the query names."""
+        if not self.server_bonus:
+            return dict(fused)
+        servers = {names[name].server for name in fused}
         named = {server for server in servers if _says_server(words, server)}
-        lifted = floor - self.server_bonus  # for the tools of a server the query names
         return {
-            name: score
+            name: score + (self.server_bonus if names[name].server in named else 0.0)
             for name, score in fused.items()
-            if score >= floor or (named and score >= lifted and names[name].server in named)
         }
 
-    def _name_bonus(self, words: frozenset[str], found: NameWords) -> float:
-        """What a tool's name adds to its fused score for a query of content ``words``."""
+    def _name_bonus(self, words: frozenset[str], found: NameWords | None) -> float:
+        """What a tool's name adds to its fused score for a query of content ``words`` (a tool
+        without name words: nothing)."""
+        if found is None:
+            return 0.0
         bonus = self.name_weight * name_coverage(words, found.words)
         if self.exact_name_bonus and names_whole_name(words, found.own, self.exact_name_min_words):
             bonus += self.exact_name_bonus
