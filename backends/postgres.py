@@ -11,8 +11,8 @@ the moment its transaction commits. A search is two rankings in the database and
   same tools (its encoder and its on-disk cache), exact below ``hnsw_min_rows`` tools of a
   namespace and through an HNSW index above;
 * fusion: the default hybrid's :class:`~toolsearch.fusion.Fuser` — a convex combination of the
-  per-query normalised scores (dense min-max, text divided by its best), plus the name match and
-  the exact-name bonus (:data:`FUSION_WEIGHTS`); ``fusion="rrf"`` keeps the previous default's
+  per-query normalised scores (dense min-max, text divided by its best), plus the name match,
+  the exact-name and server bonuses and the server support (:data:`FUSION_WEIGHTS`); ``fusion="rrf"`` keeps the previous default's
   reciprocal rank fusion (:data:`RRF_WEIGHTS`, ``docs/postgres.md``).
 
 Writes are incremental and keyed by ``Tool.content_hash()``: ``index``, ``upsert`` and

@@ -199,8 +199,8 @@ def members_for(
     as on a user's catalogue."""
     if not (split == "dev" if fold is None else fold) or DEFAULT_MODEL != TUNED_MODEL:
         return dict(MEMBERS)
-    fold = str(fold_model(name, limit or LIMIT))
-    options = {**MEMBERS["embedding"].options, "model": fold}
+    model = str(fold_model(name, limit or LIMIT))
+    options = {**MEMBERS["embedding"].options, "model": model}
     return dict(MEMBERS) | {"embedding": MemberSpec("embedding", "embedding", options)}
 
 
@@ -211,11 +211,11 @@ def load_data(
     return sample_data(sample, members_for(name, split, limit, fold=fold), limit, cache)
 
 
-def load_large(split: str, limit: int | None, cache: Path) -> Data:
+def load_large(split: str, limit: int | None, cache: Path, *, fold: bool | None = None) -> Data:
     """mcp-workbench's ``split`` inside :data:`LARGE_TOOLS` tools, with the default's members
-    (on dev, the fold model that never saw mcp-workbench)."""
+    (on dev, or with ``fold``, the fold model that never saw mcp-workbench)."""
     _, big = distractor_samples(limit, LARGE_TOOLS, split)
-    members = members_for("mcp-workbench", split, limit)
+    members = members_for("mcp-workbench", split, limit, fold=fold)
     used = {m: spec for m, spec in members.items() if m == "embedding" or m in LEXICAL_SHARES}
     return sample_data(big, used, limit, cache)
 
@@ -334,7 +334,11 @@ def dev_means(
 def current_holds(means: Mapping[Point, float], current: Point | None) -> bool:
     """Whether ``current`` (the backend's setting) is within :data:`CHOICE_MARGIN` of the best
     mean, and so stays."""
-    return current in means and max(means.values()) - means[current] <= CHOICE_MARGIN
+    return (
+        current is not None
+        and current in means
+        and (max(means.values()) - means[current] <= CHOICE_MARGIN)
+    )
 
 
 def choose_default(
@@ -383,20 +387,23 @@ def choose_value(
 
 def unseen_catalogue_effect(limit: int | None, cache: Path, default: Variant) -> dict[str, Any]:
     """The server bonus and support where the model never saw the catalogue, as on a user's
-    own: the test split of each dataset whose tools have servers, its embedding member the fold
-    model trained without that dataset, the default against the default without either
-    (paired t-test)."""
+    own: the test split of each dataset whose tools have servers (and of mcp-workbench inside
+    :data:`LARGE_TOOLS` tools), its embedding member the fold model trained without that
+    dataset, the default against the default without either (paired t-test)."""
     without = Variant(
         MULTISTEP_VARIANT,
         replace(default.fuser, server_bonus=0.0, server_support=0.0),
         multistep=default.multistep,
     )
+    sets: dict[str, Callable[[], Data]] = {
+        name: partial(load_data, name, "test", limit, cache, fold=True)
+        for name in DATASETS
+        if any(name_words(tool).server for tool in load_sample(name, "test", limit).dataset.tools)
+    }
+    sets[LARGE] = partial(load_large, "test", limit, cache, fold=True)
     out: dict[str, Any] = {}
-    for name in DATASETS:
-        tools = load_sample(name, "test", limit).dataset.tools
-        if not any(name_words(tool).server for tool in tools):
-            continue
-        data = load_data(name, "test", limit, cache, fold=True)
+    for name, load in sets.items():
+        data = load()
         runs = {v.name: rank(data, v) for v in (without, default)}
         out[name] = {
             "scores": {variant: scores(data, run) for variant, run in runs.items()},
@@ -680,8 +687,7 @@ def _pair_effect(results: Mapping[str, Any], key: str, title: str) -> str:
         before = _test(results, dataset, before_variant, "all", metric)
         after = _test(results, dataset, after_variant, "all", metric)
         test = results[key][dataset]["test"][metric]
-        verdict = "significant" if test["significant"] else "not significant"
-        parts.append(f"{dataset} {metric} {before:.3f} → {after:.3f} (p = {test['p']}, {verdict})")
+        parts.append(f"{dataset} {metric} {before:.3f} → {after:.3f} ({_verdict(test)})")
     task = [
         _test(results, "mcp-workbench", v, "task", "recall@5")
         for v in (before_variant, after_variant)
@@ -693,6 +699,12 @@ def _pair_effect(results: Mapping[str, Any], key: str, title: str) -> str:
     )
 
 
+def _verdict(test: Mapping[str, Any]) -> str:
+    """A paired test as ``p = …, significant`` (``p < 0.0001`` below the stored precision)."""
+    p = f"p = {test['p']}" if test["p"] >= 0.0001 else "p < 0.0001"
+    return f"{p}, {'significant' if test['significant'] else 'not significant'}"
+
+
 def _unseen_sentence(results: Mapping[str, Any]) -> str:
     """One sentence: the server bonus and support with the fold model on each left-out test
     split."""
@@ -701,11 +713,9 @@ def _unseen_sentence(results: Mapping[str, Any]) -> str:
         before, after = (effect["scores"][v] for v in (MULTISTEP_VARIANT, DEFAULT_VARIANT))
         cells = []
         for metric in ("ndcg@10", "recall@5"):
-            test = effect["significance"][metric]
-            verdict = "significant" if test["significant"] else "not significant"
             cells.append(
                 f"{metric} {before['all'][metric]:.3f} → {after['all'][metric]:.3f} "
-                f"(p = {test['p']}, {verdict})"
+                f"({_verdict(effect['significance'][metric])})"
             )
         task = before.get("task"), after.get("task")
         if task[0] and task[1]:
