@@ -12,8 +12,9 @@ the moment its transaction commits. A search is two rankings in the database and
   namespace and through an HNSW index above;
 * fusion: the default hybrid's :class:`~toolsearch.fusion.Fuser` — a convex combination of the
   per-query normalised scores (dense min-max, text divided by its best), plus the name match,
-  the exact-name and server bonuses and the server support (:data:`FUSION_WEIGHTS`); ``fusion="rrf"`` keeps the previous default's
-  reciprocal rank fusion (:data:`RRF_WEIGHTS`, ``docs/postgres.md``).
+  the exact-name and server bonuses and the server support (:data:`FUSION_WEIGHTS`);
+  ``fusion="rrf"`` keeps the previous default's reciprocal rank fusion (:data:`RRF_WEIGHTS`,
+  ``docs/postgres.md``).
 
 Writes are incremental and keyed by ``Tool.content_hash()``: ``index``, ``upsert`` and
 ``remove`` compare hashes in the database and touch only the tools that changed; a changed tool
