@@ -258,6 +258,7 @@ def test_default_is_convex_fusion_with_name_match_and_multistep() -> None:
     params = hybrid.params()
     assert params["fusion"] == "convex" and params["name_weight"] == 0.2
     assert params["exact_name_bonus"] == 0.1 and params["server_bonus"] == 0.2
+    assert params["server_support"] == 0.5 and hybrid.fuser.server_support == 0.5
     assert params["normalise"] == {"keyword": "max", "embedding": "minmax"}
     assert params["multistep"] is True  # gated per-step search of long requests
     assert DEFAULT_MEMBERS == {"embedding": 0.65, "bm25": 0.2, "bm25_unstemmed": 0.15}

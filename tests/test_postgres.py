@@ -29,6 +29,7 @@ from toolsearch.backends.hybrid import (
     DEFAULT_EXACT_NAME_BONUS,
     DEFAULT_NAME_WEIGHT,
     DEFAULT_SERVER_BONUS,
+    DEFAULT_SERVER_SUPPORT,
 )
 from toolsearch.backends.postgres import ANALYZE_MIN_ROWS, PostgresBackend, fuse, fuser
 from toolsearch.backends.postgres_connect import ENV_URL, redacted
@@ -160,6 +161,7 @@ def test_convex_fusion_is_the_default_hybrids() -> None:
     assert hybrid.name_weight == DEFAULT_NAME_WEIGHT
     assert hybrid.exact_name_bonus == DEFAULT_EXACT_NAME_BONUS
     assert hybrid.server_bonus == DEFAULT_SERVER_BONUS
+    assert hybrid.server_support == DEFAULT_SERVER_SUPPORT
     # text: 1 and 0.25 of its best; dense min-max over .4-.61
     plain = Fuser(hybrid.weights, "convex", hybrid.methods).fuse(
         query, {"lexical": lexical, "embedding": dense}, {}
