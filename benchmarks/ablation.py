@@ -586,6 +586,7 @@ def lodo(
             "name_weight": name_weight,
             "server_bonus": server_bonus,
             "server_support": server_support,
+            "support_chosen_on": supported_on,
             "test": scores(test, rank(test, replace(variant, fuser=fuser))),
         }
     return out

@@ -139,8 +139,8 @@ def test_server_support_pulls_down_the_tools_of_a_server_whose_best_tool_ranks_l
     supported = Fuser({"m": 1.0}, "convex", {"m": "max"}, server_support=0.5).fuse(
         query, hits, names
     )
-    # each tool gains half its own server's best; a tool with no server, half the best of all
-    lead = {"github": plain[tools[0].name], "jira": plain[tools[2].name], None: 1.0}
+    # each tool gains half its own server's best; a tool with no server is a server of its own
+    lead = {"github": plain[tools[0].name], "jira": plain[tools[2].name], None: plain["search_web"]}
     assert supported == {t.name: pytest.approx(plain[t.name] + 0.5 * lead[t.server]) for t in tools}
     order = sorted(supported, key=lambda name: -supported[name])
     assert order.index("mcp__github__list_issues") < order.index("mcp__jira__create_ticket")

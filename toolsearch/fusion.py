@@ -28,7 +28,7 @@ Server named (:func:`names_server`): when every word of a tool's server is a con
 query ("... drop the link in #deploys on Slack"), the tool gets ``server_bonus``: a request that
 names a service wants that service's tools, not the same action on another service.
 Server support: every tool gains ``server_support`` times the best score among its own server's
-tools (a tool with no server: the best score of all). Within a server nothing moves; across
+tools (a tool with no server is a server of its own). Within a server nothing moves; across
 servers, the tools of a server whose best tool ranks far down are pulled further down — a soft
 form of ranking servers first and then their tools (MCP-Zero), which matters most when many
 servers offer similar tools.
@@ -243,11 +243,10 @@ class Fuser:
         self, scored: Mapping[str, float], names: Mapping[str, NameWords]
     ) -> dict[str, float]:
         """``scored`` plus ``server_support`` times the best score among each tool's server's
-        tools (a tool with no server: the best score of all, as if its server led)."""
+        tools (a tool with no server is a server of its own: its own score)."""
         leads = _server_leads(scored, names)
-        best = max(scored.values(), default=0.0)
         return {
-            name: score + self.server_support * leads.get(_home(names, name), best)
+            name: score + self.server_support * leads.get(_home(names, name), score)
             for name, score in scored.items()
         }
 
@@ -260,7 +259,7 @@ class Fuser:
     ) -> tuple[set[str], set[str]]:
         """The tools of ``fused`` (those in ``names``) that can still be among the best ``k``,
         and the tools whose name bonus must be known to score them: those, plus any tool that
-        could lead its server or the whole ranking.
+        could lead a kept tool's server.
 
         A tool's name bonus is at most ``spread``, so its score after bonuses lies in
         ``[low, low + spread]`` (``low``: fused score plus server bonus). The Dice coefficient
@@ -284,13 +283,12 @@ class Fuser:
         if not self.server_support:
             return kept, kept
         leads = _server_leads(low, names)
-        best = max(low.values())
-        homes = {_home(names, name) for name in kept}
-        contenders = set()
-        for name, score in low.items():  # could lead the ranking, or a kept tool's server
-            home = _home(names, name)
-            if score + spread >= (leads.get(home, best) if home in homes else best):
-                contenders.add(name)
+        homes = {_home(names, name) for name in kept} - {""}
+        contenders = {
+            name
+            for name, score in low.items()
+            if _home(names, name) in homes and score + spread >= leads[_home(names, name)]
+        }
         return kept, kept | contenders
 
     def _server_named(
