@@ -198,5 +198,8 @@ def test_fusing_for_the_best_k_keeps_every_tool_that_can_reach_them(
         assert all(full[name] == score for name, score in pruned.items())
         best = sorted(full, key=lambda name: (-full[name], name))[:k]
         assert best == sorted(pruned, key=lambda name: (-pruned[name], name))[:k]
+        # the members' order, which callers use to break ties, not a hash order
+        assert list(full) == list(convex_fuse(hits, fuser.weights, fuser.methods))
+        assert list(pruned) == [name for name in full if name in pruned]
         left_out += len(full) - len(pruned)
     assert left_out > 0  # the bound did leave tools out

@@ -233,7 +233,7 @@ class Fuser:
         ):
             return fused
         words = query_words(query)
-        kept, needed = (set(fused),) * 2 if k is None else self._reachable(fused, words, names, k)
+        kept, needed = (list(fused),) * 2 if k is None else self._reachable(fused, words, names, k)
         scored = {name: fused[name] + self._name_bonus(words, names.get(name)) for name in needed}
         if self.server_support:
             scored = self._supported(scored, names)
@@ -256,10 +256,10 @@ class Fuser:
         words: frozenset[str],
         names: Mapping[str, NameWords],
         k: int,
-    ) -> tuple[set[str], set[str]]:
+    ) -> tuple[list[str], list[str]]:
         """The tools of ``fused`` (those in ``names``) that can still be among the best ``k``,
         and the tools whose name bonus must be known to score them: those, plus any tool that
-        could lead a kept tool's server.
+        could lead a kept tool's server. Both in ``fused``'s order, which breaks ties.
 
         A tool's name bonus is at most ``spread``, so its score after bonuses lies in
         ``[low, low + spread]`` (``low``: fused score plus server bonus). The Dice coefficient
@@ -271,7 +271,7 @@ class Fuser:
         of the ``k``-th floor cannot pass them."""
         fused = {name: score for name, score in fused.items() if name in names}
         if len(fused) <= k:
-            return set(fused), set(fused)
+            return list(fused), list(fused)
         longest = max(len(names[name].words) for name in fused)
         dice = min(1.0, 2 * longest / (len(words) + longest)) if longest else 0.0
         spread = self.name_weight * dice + self.exact_name_bonus + 1e-9
@@ -279,17 +279,19 @@ class Fuser:
         floor = self._supported(low, names) if self.server_support else low
         kth = heapq.nlargest(k, floor.values())[-1]
         reach = (1 + self.server_support) * spread
-        kept = {name for name, score in floor.items() if score + reach >= kth}
+        kept = [name for name, score in floor.items() if score + reach >= kth]
         if not self.server_support:
             return kept, kept
         leads = _server_leads(low, names)
         homes = {_home(names, name) for name in kept} - {""}
-        contenders = {
+        chosen = set(kept)
+        needed = [  # the kept tools and those that could lead a kept tool's server
             name
             for name, score in low.items()
-            if _home(names, name) in homes and score + spread >= leads[_home(names, name)]
-        }
-        return kept, kept | contenders
+            if name in chosen
+            or (_home(names, name) in homes and score + spread >= leads[_home(names, name)])
+        ]
+        return kept, needed
 
     def _server_named(
         self, fused: Mapping[str, float], words: frozenset[str], names: Mapping[str, NameWords]
