@@ -233,8 +233,15 @@ class Fuser:
         ):
             return fused
         words = query_words(query)
-        kept, needed = (list(fused),) * 2 if k is None else self._reachable(fused, words, names, k)
-        scored = {name: fused[name] + self._name_bonus(words, names.get(name)) for name in needed}
+        lifted = self._server_named(fused, words, names)
+        if k is None:
+            kept = needed = list(fused)
+        else:
+            kept, needed = self._reachable(fused, lifted, words, names, k)
+        scored = {
+            name: fused[name] + self._bonus(words, names.get(name), name in lifted)
+            for name in needed
+        }
         if self.server_support:
             scored = self._supported(scored, names)
         return {name: round(scored[name], _SCORE_DECIMALS) for name in kept}
@@ -252,7 +259,8 @@ class Fuser:
 
     def _reachable(
         self,
-        fused: dict[str, float],
+        fused: Mapping[str, float],
+        lifted: Collection[str],
         words: frozenset[str],
         names: Mapping[str, NameWords],
         k: int,
@@ -262,20 +270,24 @@ class Fuser:
         could lead a kept tool's server. Both in ``fused``'s order, which breaks ties.
 
         A tool's name bonus is at most ``spread``, so its score after bonuses lies in
-        ``[low, low + spread]`` (``low``: fused score plus server bonus). The Dice coefficient
+        ``[low, low + spread]`` (``low``: fused score plus server bonus, for the tools of
+        ``lifted``). The Dice coefficient
         of the query's words with a name of at most ``W`` words is at most ``2W / (|Q| + W)``,
         so for a long request the spread, and the work, is small. A server's lead lies in the
         same band, so with server support ``μ`` the final score lies in
         ``[floor, floor + (1 + μ) · spread]``, ``floor`` being the score with every name bonus
         0. The ``k`` best floors are reached by ``k`` tools; a tool whose upper end falls short
         of the ``k``-th floor cannot pass them."""
-        fused = {name: score for name, score in fused.items() if name in names}
-        if len(fused) <= k:
-            return list(fused), list(fused)
-        longest = max(len(names[name].words) for name in fused)
+        low = {
+            name: score + (self.server_bonus if name in lifted else 0.0)
+            for name, score in fused.items()
+            if name in names
+        }
+        if len(low) <= k:
+            return list(low), list(low)
+        longest = max(len(names[name].words) for name in low)
         dice = min(1.0, 2 * longest / (len(words) + longest)) if longest else 0.0
         spread = self.name_weight * dice + self.exact_name_bonus + 1e-9
-        low = self._server_named(fused, words, names)
         floor = self._supported(low, names) if self.server_support else low
         kth = heapq.nlargest(k, floor.values())[-1]
         reach = (1 + self.server_support) * spread
@@ -295,25 +307,24 @@ class Fuser:
 
     def _server_named(
         self, fused: Mapping[str, float], words: frozenset[str], names: Mapping[str, NameWords]
-    ) -> dict[str, float]:
-        """``fused`` plus the server bonus of each tool whose server the query names."""
+    ) -> set[str]:
+        """The tools of ``fused`` whose server the query names (:func:`names_server`, tested
+        once per server): those that get the server bonus."""
         if not self.server_bonus:
-            return dict(fused)
-        servers = {names[name].server for name in fused}
+            return set()
+        servers = {names[name].server for name in fused if name in names}
         named = {server for server in servers if _says_server(words, server)}
-        return {
-            name: score + (self.server_bonus if names[name].server in named else 0.0)
-            for name, score in fused.items()
-        }
+        return {name for name in fused if name in names and names[name].server in named}
 
-    def _name_bonus(self, words: frozenset[str], found: NameWords | None) -> float:
+    def _bonus(self, words: frozenset[str], found: NameWords | None, lifted: bool) -> float:
         """What a tool's name adds to its fused score for a query of content ``words`` (a tool
-        without name words: nothing)."""
+        without name words: nothing): name match, exact-name bonus, and the server bonus when
+        ``lifted`` (:meth:`_server_named`)."""
         if found is None:
             return 0.0
         bonus = self.name_weight * name_coverage(words, found.words)
         if self.exact_name_bonus and names_whole_name(words, found.own, self.exact_name_min_words):
             bonus += self.exact_name_bonus
-        if self.server_bonus and names_server(words, found):
+        if lifted:
             bonus += self.server_bonus
         return bonus
