@@ -18,11 +18,13 @@ the moment its transaction commits. A search is two rankings in the database and
 
 Writes are incremental and keyed by ``Tool.content_hash()``: ``index``, ``upsert`` and
 ``remove`` compare hashes in the database and touch only the tools that changed; a changed tool
-whose embedded text is unchanged keeps its vector. Each write transaction holds the namespace's
-advisory lock while it reads the stored hashes, encodes and writes, so when replicas apply the
-same change together exactly one of them encodes and the others find nothing left to do; a
-restarted replica finds every hash current and encodes nothing. Large catalogues are written in
-chunks of :data:`WRITE_CHUNK` tools (one transaction each; removals come last).
+whose embedded text is unchanged keeps its vector. A namespace written by an older tokeniser
+(``TOKENIZER_VERSION``) has every tool rewritten by the next ``index``. Each write transaction
+holds the namespace's advisory lock while it reads the stored hashes, encodes and writes, so
+when replicas apply the same change together exactly one of them encodes and the others find
+nothing left to do; a restarted replica finds every hash current and encodes nothing. Large
+catalogues are written in chunks of :data:`WRITE_CHUNK` tools (one transaction each; removals
+come last).
 
 Every change bumps the namespace's ``generation`` and sends a ``NOTIFY`` on the schema's
 channel; :meth:`PostgresBackend.on_change` subscribes to it (a listener thread, started on the
@@ -483,6 +485,7 @@ class PostgresBackend(BaseBackend):
                 changed = self._write(conn, chunk, catalogue)
                 if last and replace_all:
                     changed += self._delete(conn, [t.name for t in unique], keep=True)
+                    self._settle_tokenizer(conn, catalogue)
                 if changed:
                     self._after_change(conn, catalogue)
                 return changed
@@ -531,7 +534,10 @@ class PostgresBackend(BaseBackend):
                 (self.namespace, [t.name for t in tools]),
             )
         }
-        changed = [t for t in tools if stored.get(t.name, ("",))[0] != t.content_hash()]
+        retokenise = catalogue.tokenizer_version != TOKENIZER_VERSION
+        changed = [
+            t for t in tools if retokenise or stored.get(t.name, ("",))[0] != t.content_hash()
+        ]
         if not changed:
             return 0
         texts = {t.name: self._vectors.text(t) for t in changed}
@@ -571,6 +577,16 @@ class PostgresBackend(BaseBackend):
             )
         self.written += len(changed)
         return len(changed)
+
+    def _settle_tokenizer(self, conn: psycopg.Connection[Any], catalogue: _Catalogue) -> None:
+        """Record that every tool of the namespace is now tokenised by this version. A namespace
+        written by an older tokeniser has each tool rewritten (and re-encoded where its text
+        changed) by the next full ``index``; ``upsert`` rewrites only what it is given."""
+        if catalogue.tokenizer_version != TOKENIZER_VERSION:
+            conn.execute(
+                f"UPDATE {self._q}.catalogues SET tokenizer_version = %s WHERE namespace = %s",
+                (TOKENIZER_VERSION, self.namespace),
+            )
 
     def _encode(self, texts: Sequence[str], catalogue: _Catalogue) -> list[Any]:
         matrix = self._vectors.tools(texts)

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from toolsearch.errors import ConfigError
+from toolsearch.tokenize import service_words
 from toolsearch.tool import MCP_PREFIX, Tool
 
 __all__ = [
@@ -23,6 +24,8 @@ __all__ = [
     "cap_words",
     "check_fields",
     "name_words",
+    "server_text",
+    "tool_name_text",
     "tool_text",
 ]
 
@@ -59,6 +62,22 @@ def name_words(name: str) -> str:
     return " ".join(_NON_WORD.sub(" ", spaced).lower().split())
 
 
+def server_text(server: str) -> str:
+    """A server name as the words of its service (``okta-mcp-server`` → ``okta``; the packaging
+    words of :data:`toolsearch.tokenize.GENERIC_SERVER_WORDS` say nothing about a request)."""
+    return " ".join(service_words(name_words(server).split()))
+
+
+def tool_name_text(name: str) -> str:
+    """A tool's name as words, its server part (``mcp__<server>__``) read by :func:`server_text`:
+    ``mcp__okta-mcp-server__list_users`` → ``okta list users``."""
+    if name.startswith(MCP_PREFIX):
+        server, sep, own = name[len(MCP_PREFIX) :].partition("__")
+        if sep:
+            return " ".join(part for part in (server_text(server), name_words(own)) if part)
+    return name_words(name)
+
+
 def _properties(tool: Tool) -> Mapping[str, Any]:
     props = tool.input_schema.get("properties")
     return props if isinstance(props, Mapping) else {}
@@ -66,9 +85,9 @@ def _properties(tool: Tool) -> Mapping[str, Any]:
 
 def _field_text(tool: Tool, field: str) -> str:
     if field == "name":
-        return name_words(tool.name)
+        return tool_name_text(tool.name)
     if field == "server":
-        return name_words(tool.server or "")
+        return server_text(tool.server or "")
     if field == "hint":
         return tool.search_hint or ""
     if field == "description":
@@ -92,7 +111,8 @@ def tool_text(
     """The text embedded for ``tool``: the chosen ``fields`` joined into short sentences.
 
     ``name``: the tool's own name split into words (without the ``mcp__`` prefix; the server
-    part stays, since it is part of the name); ``server``: the MCP server name;
+    part stays, since it is part of the name, without its packaging words: see
+    :func:`tool_name_text`); ``server``: the MCP server name (:func:`server_text`);
     ``hint``: the search hint; ``description``: the description;
     ``params``: the parameter names split into words; ``param_descriptions``: each
     parameter's description. Empty fields are skipped. ``max_words`` keeps the first that many

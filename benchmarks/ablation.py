@@ -323,6 +323,12 @@ def incumbent() -> tuple[float, float]:
     return round(DEFAULT_MEMBERS["embedding"] / total, 4), DEFAULT_NAME_WEIGHT
 
 
+def shipped_variant() -> Variant:
+    """The default exactly as the hybrid ships it (its current weights and server settings)."""
+    chosen = variants(*incumbent(), DEFAULT_SERVER_BONUS, DEFAULT_SERVER_SUPPORT)
+    return next(v for v in chosen if v.name == DEFAULT_VARIANT)
+
+
 def dev_means(
     scores: Mapping[Point, Mapping[str, float]], datasets: Iterable[str]
 ) -> dict[Point, float]:

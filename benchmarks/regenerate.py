@@ -110,6 +110,11 @@ REGISTRY: tuple[Result, ...] = (
         {"distractors": script_table("distractors")},
     ),
     Result(
+        "server_names",
+        "python benchmarks/server_names.py --out benchmarks/results/server_names.json",
+        {"server_names": script_table("server_names")},
+    ),
+    Result(
         "learned_fusion",
         "python benchmarks/learned_fusion.py --out benchmarks/results/learned_fusion.json",
         {"learned_fusion": script_table("learned_fusion")},

@@ -1,5 +1,6 @@
-"""``benchmarks/distractors.py`` builds the large catalogue its docstring describes, and the
-committed results of it and of ``benchmarks/query_adapter.py`` render complete tables."""
+"""``benchmarks/distractors.py`` builds the large catalogue its docstring describes,
+``benchmarks/server_names.py`` renames servers as it says, and the committed results of them
+and of ``benchmarks/query_adapter.py`` render complete tables."""
 
 from __future__ import annotations
 
@@ -42,6 +43,29 @@ def test_distractors_are_foreign_unique_and_exactly_as_many_as_asked() -> None:
     assert not distractors._same_service("stripes", {"stripe"})
 
 
+def test_registry_names_rename_servers_tools_and_gold_alike() -> None:
+    names = _script("server_names")
+    new = names.registry_names(["slack", "github", "aws", "zoom", "github"])
+    assert new == {
+        "aws": "aws-mcp-server",
+        "github": "github-mcp",
+        "slack": "slack-remote",
+        "zoom": "mcp-server-zoom",
+    }
+    assert names.rename("mcp__slack__send_message", new) == "mcp__slack-remote__send_message"
+    assert names.rename("get_weather", new) == "get_weather"
+    sample = SimpleNamespace(
+        dataset=load_dataset(ROOT / "datasets" / "mcp-workbench"), split="test", queries=()
+    )
+    registry, renaming = names.renamed(sample)
+    tools = {tool.name: tool for tool in registry.dataset.tools}
+    assert len(tools) == len(sample.dataset.tools)
+    for tool in registry.dataset.tools:
+        assert tool.server in renaming.values()
+        assert tool.name.startswith(f"mcp__{tool.server}__")
+    assert all(name in tools for gold in registry.dataset.qrels.values() for name in gold)
+
+
 def test_committed_results_render_every_row() -> None:
     adapter = json.loads((RESULTS / "query_adapter.json").read_text(encoding="utf-8"))
     table = _script("query_adapter").markdown(adapter).splitlines()
@@ -51,6 +75,9 @@ def test_committed_results_render_every_row() -> None:
     table = _script("distractors").markdown(large)
     assert table.count("| default (hybrid) |") == 2
     assert "target ≤ 0.05" in table
+    renamed = json.loads((RESULTS / "server_names.json").read_text(encoding="utf-8"))
+    table = _script("server_names").markdown(renamed)
+    assert table.count("| registry names |") == len(renamed["results"])
 
 
 def _toy_data(queries: int = 40) -> SimpleNamespace:

@@ -296,6 +296,10 @@ def test_tool_text_fields() -> None:
     )
     assert tool_text(tool, ("name",)) == "github create pull request"
     assert tool_text(tool, ("server",)) == "github"
+    okta = Tool("mcp__okta-mcp-server__listUsers", "List users.")
+    assert tool_text(okta, ("name",)) == "okta list users"  # packaging words dropped
+    assert tool_text(okta, ("server",)) == "okta"
+    assert tool_text(Tool("mcp__mcp-server__ping", ""), ("name",)) == "mcp server ping"
     assert tool_text(tool, ("description",)) == "Open a pull request."
     assert tool_text(tool, ("params",)) == "parameters: repo name, base branch"
     assert tool_text(tool, ("param_descriptions",)) == "Owner/name."

@@ -124,6 +124,14 @@ def test_server_bonus_lifts_the_tools_of_the_server_the_query_names() -> None:
     assert fused == {tools[0].name: 1.0, tools[1].name: pytest.approx(before[tools[1].name] + 0.3)}
 
 
+def test_a_registry_style_server_is_named_by_its_service() -> None:
+    """``okta-mcp-server`` is named by "Okta": nobody asks for an "mcp server"."""
+    okta = name_words(Tool("mcp__okta-mcp-server__list_users", "List users."))
+    assert names_server(query_words(parse_query("list the users in Okta")), okta)
+    assert okta.words == {"okta", "list", "users"}  # the Dice match is not diluted either
+    assert okta.home == "okta-mcp-server"  # server support still groups by the whole name
+
+
 def test_server_support_pulls_down_the_tools_of_a_server_whose_best_tool_ranks_low() -> None:
     tools = [
         Tool("mcp__github__create_issue", ""),

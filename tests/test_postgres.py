@@ -38,7 +38,7 @@ from toolsearch.backends.postgres_text import document_literal, query_literal
 from toolsearch.errors import BackendError, ConfigError
 from toolsearch.fusion import Fuser
 from toolsearch.query import parse_query
-from toolsearch.tokenize import tool_fields
+from toolsearch.tokenize import TOKENIZER_VERSION, tool_fields
 from toolsearch.tool import Tool, pool_order
 
 TOOLS = pool_order(
@@ -340,6 +340,42 @@ def test_namespaces_side_by_side(postgres_url: str) -> None:
         ]
         second.drop()
         assert len(second) == 0 and len(first) == len(TOOLS)
+
+
+def test_a_namespace_of_an_older_tokeniser_is_rewritten_by_the_next_index(
+    postgres_url: str,
+) -> None:
+    """Tools stored by an older tokeniser keep their old tokens until a full ``index`` rewrites
+    every row (re-encoding only the tools whose embedded text changed)."""
+    namespace = f"tok-{uuid.uuid4()}"
+    okta = Tool("mcp__okta-mcp-server__list_users", "List the users of the organisation.")
+    with _backend(postgres_url, namespace=namespace) as backend:
+        backend.index([*TOOLS, okta])
+        schema = backend.schema
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(
+            f'UPDATE "{schema}".catalogues SET tokenizer_version = %s WHERE namespace = %s',
+            (TOKENIZER_VERSION - 1, namespace),
+        )
+        conn.execute(
+            f"UPDATE \"{schema}\".tools SET document = to_tsvector('simple', 'stale'), "
+            "text_hash = '\\x00' WHERE namespace = %s AND name = %s",
+            (namespace, okta.name),
+        )
+    with _backend(postgres_url, namespace=namespace) as reopened:
+        reopened.index([*TOOLS, okta])
+        assert reopened.written == len(TOOLS) + 1  # every row rewritten
+        assert reopened.encoded == 1  # only the tool whose stored text differed
+        with psycopg.connect(postgres_url) as conn:
+            version, document = conn.execute(
+                f'SELECT c.tokenizer_version, t.document::text FROM "{schema}".catalogues c '
+                f'JOIN "{schema}".tools t USING (namespace) WHERE namespace = %s AND name = %s',
+                (namespace, okta.name),
+            ).fetchone()
+        assert version == TOKENIZER_VERSION
+        assert "okta" in document and "mcp" not in document
+        reopened.index([*TOOLS, okta])
+        assert reopened.written == len(TOOLS) + 1  # settled: nothing more to rewrite
 
 
 def test_another_encoder_is_refused(postgres_url: str) -> None:

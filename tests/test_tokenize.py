@@ -15,6 +15,7 @@ from toolsearch.tokenize import (
     check_field_weights,
     param_names,
     query_tokens,
+    service_words,
     split_tool_name,
     tokenize,
     tool_fields,
@@ -133,6 +134,17 @@ def test_tool_fields() -> None:
 def test_non_mcp_tool_takes_its_server_field() -> None:
     fields = tool_fields(Tool("lookup", "Find things.", server="Acme Corp", is_mcp=False))
     assert fields.server == ("acme", "corp")
+
+
+def test_packaging_words_are_not_server_words() -> None:
+    """``okta-mcp-server`` names Okta: "mcp", "server" and "remote" say how it is packaged."""
+    fields = tool_fields(Tool("mcp__okta-mcp-server__list_users", "List users."))
+    assert (fields.server, fields.name) == (("okta",), ("list", "users"))
+    assert tool_fields(Tool("x", server="notion-remote", is_mcp=False)).server == ("notion",)
+    assert service_words(["mcp", "server", "git"]) == ["git"]
+    assert service_words(["mcp", "server"]) == ["mcp", "server"]  # nothing else: all kept
+    # only the server part: a tool's own name keeps the word
+    assert tool_fields(Tool("mcp__kubectl-mcp__get_server_info")).name == ("get", "server", "info")
 
 
 def test_schema_cache_is_keyed_by_identity() -> None:

@@ -21,7 +21,9 @@ Rules, in order:
    let a one-character query match, bigrams reward the right characters side by side.
 5. Everything is case-folded (``Straße`` → ``strasse``).
 
-A tool is read as five fields (:data:`FIELDS`): its MCP *server*; its *name* parts (the tool
+A tool is read as five fields (:data:`FIELDS`): its MCP *server* (its words without
+:data:`GENERIC_SERVER_WORDS`: ``okta-mcp-server`` is ``okta``, see :func:`service_words`);
+its *name* parts (the tool
 part of an ``mcp__server__tool`` name, or the whole name, plus aliases); its *description*; its
 *hint* (``search_hint``); and its *params* — property names of ``input_schema``, nested objects,
 array items and ``anyOf``/``oneOf``/``allOf`` branches included. :data:`DEFAULT_FIELD_WEIGHTS`
@@ -50,6 +52,7 @@ from toolsearch.tool import MCP_PREFIX, Tool
 __all__ = [
     "DEFAULT_FIELD_WEIGHTS",
     "FIELDS",
+    "GENERIC_SERVER_WORDS",
     "MAX_QUERY_TOKENS",
     "TOKENIZER_VERSION",
     "SchemaCache",
@@ -57,6 +60,7 @@ __all__ = [
     "check_field_weights",
     "param_names",
     "query_tokens",
+    "service_words",
     "split_tool_name",
     "tokenize",
     "tool_fields",
@@ -64,7 +68,13 @@ __all__ = [
 ]
 
 #: Bumped whenever a rule above changes, so persistent indexes know to re-tokenise.
-TOKENIZER_VERSION = 1
+TOKENIZER_VERSION = 2
+
+#: Words of MCP server names that say how a service is packaged, not which service it is: in
+#: the Docker MCP registry's server names (``okta-mcp-server``, ``keboola-mcp``,
+#: ``notion-remote``) they are the only words shared by many servers. Nobody asking for Okta
+#: says "mcp server", so they are dropped from a tool's server words (docs/retrieval.md).
+GENERIC_SERVER_WORDS = frozenset({"mcp", "server", "remote"})
 
 #: The fields of a tool, in the order backends store them.
 FIELDS: tuple[str, ...] = ("server", "name", "description", "hint", "params")
@@ -225,6 +235,14 @@ def split_tool_name(name: str) -> tuple[list[str], list[str]]:
     return [], tokenize(name)
 
 
+def service_words(server: Sequence[str]) -> list[str]:
+    """The words of a server name that name its service: all but :data:`GENERIC_SERVER_WORDS`
+    (``okta mcp server`` → ``okta``), or all of them when nothing else is left (a server
+    called ``mcp-server`` keeps both words)."""
+    named = [word for word in server if word not in GENERIC_SERVER_WORDS]
+    return named or list(server)
+
+
 def param_names(schema: object, *, max_depth: int = 8) -> list[str]:
     """Property names of a JSON Schema, depth first, nested objects and arrays included.
 
@@ -298,6 +316,7 @@ def tool_fields(tool: Tool, *, schema_cache: SchemaCache | None = None) -> ToolF
     server, name = split_tool_name(tool.name)
     if not server and tool.server:
         server = tokenize(tool.server)
+    server = service_words(server)
     for alias in tool.aliases:
         name.extend(split_tool_name(alias)[1] if isinstance(alias, str) else [])
     params = _param_tokens(tool.input_schema, schema_cache)
