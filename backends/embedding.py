@@ -46,7 +46,7 @@ from .encoders import (
     SentenceTransformerEncoder,
     default_encoder,
 )
-from .tool_text import DEFAULT_FIELDS, TEXT_FIELDS, check_fields, tool_text
+from .tool_text import DEFAULT_FIELDS, TEXT_FIELDS, TEXT_VERSION, check_fields, tool_text
 
 if TYPE_CHECKING:
     import numpy as np
@@ -384,6 +384,7 @@ class EmbeddingBackend(BaseBackend):
         return {
             "encoder": self.encoder.name,
             "fields": list(self.fields),
+            "text_version": TEXT_VERSION,
             "max_words": self.max_words,
             "cache": str(self.cache.path) if self.cache is not None else None,
             "query_adapter": self._adapter_path,

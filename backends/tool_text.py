@@ -21,6 +21,7 @@ __all__ = [
     "CAMEL_BOUNDARY",
     "DEFAULT_FIELDS",
     "TEXT_FIELDS",
+    "TEXT_VERSION",
     "cap_words",
     "check_fields",
     "name_words",
@@ -28,6 +29,10 @@ __all__ = [
     "tool_name_text",
     "tool_text",
 ]
+
+#: Bumped whenever :func:`tool_text` reads a tool differently (2: server names without their
+#: packaging words), so rankings stored under a backend's ``params()`` are not reused.
+TEXT_VERSION = 2
 
 #: Parts of a tool that :func:`tool_text` can put into its embedded text.
 TEXT_FIELDS: tuple[str, ...] = (
