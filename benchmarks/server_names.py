@@ -4,9 +4,10 @@ called ``okta-mcp-server``?
     python benchmarks/server_names.py --out benchmarks/results/server_names.json
 
 Real registries name many servers by their packaging as well as their service: in the Docker
-MCP registry's catalogue (``../shared/datasets/mcp-docker-catalog``) 20 of 28 servers are called
-``<service>-mcp-server``, ``<service>-mcp`` or ``<service>-remote``, and the reference servers of
-the protocol are published as ``mcp-server-<service>``. mcp-workbench names each server by its
+MCP registry's catalogue (``../shared/datasets/mcp-docker-catalog``) 16 of 28 server names carry
+``mcp``, ``server`` or ``remote`` (``<service>-mcp-server``, ``<service>-mcp``,
+``<service>-remote``), and the reference servers of the protocol are published as
+``mcp-server-<service>``. mcp-workbench names each server by its
 service alone. Here every mcp-workbench server is renamed to one of those four forms in turn
 (servers in sorted order), its tools' ``mcp__`` names with it, and the same queries are
 searched three ways by the default backend (replayed over cached member rankings, as

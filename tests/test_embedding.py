@@ -281,6 +281,14 @@ def test_duplicate_texts_are_encoded_once() -> None:
     assert encoder.texts_encoded == 1
 
 
+def test_params_name_the_text_rules() -> None:
+    """Rankings stored under ``params()`` are not reused once :func:`tool_text` reads tools
+    differently."""
+    from toolsearch.backends.tool_text import TEXT_VERSION
+
+    assert EmbeddingBackend(encoder=HashingEncoder()).params()["text_version"] == TEXT_VERSION
+
+
 def test_tool_text_fields() -> None:
     tool = Tool(
         "mcp__github__createPullRequest",
