@@ -22,14 +22,13 @@ Rules, in order:
 5. Everything is case-folded (``Straße`` → ``strasse``).
 
 A tool is read as five fields (:data:`FIELDS`): its MCP *server* (its words without
-:data:`GENERIC_SERVER_WORDS`: ``okta-mcp-server`` is ``okta``, see :func:`service_words`);
-its *name* parts (the tool
-part of an ``mcp__server__tool`` name, or the whole name, plus aliases); its *description*; its
-*hint* (``search_hint``); and its *params* — property names of ``input_schema``, nested objects,
-array items and ``anyOf``/``oneOf``/``allOf`` branches included. :data:`DEFAULT_FIELD_WEIGHTS`
-says how much each field counts: ``bm25`` repeats a field's tokens that many times (a name part
-then counts three times in term frequency and document length); ``fts5`` passes the same numbers
-to SQLite's ``bm25()`` as column weights.
+:data:`GENERIC_SERVER_WORDS`: ``okta-mcp-server`` is ``okta``, see :func:`service_words`); its
+*name* parts (the tool part of an ``mcp__server__tool`` name, or the whole name, plus aliases);
+its *description*; its *hint* (``search_hint``); and its *params* — property names of
+``input_schema``, nested objects, array items and ``anyOf``/``oneOf``/``allOf`` branches
+included. :data:`DEFAULT_FIELD_WEIGHTS` says how much each field counts: ``bm25`` repeats a
+field's tokens that many times (a name part then counts three times in term frequency and
+document length); ``fts5`` passes the same numbers to SQLite's ``bm25()`` as column weights.
 
 Queries are the free-text terms of a :class:`~toolsearch.query.ParsedQuery`
 (:func:`query_tokens`), required terms first, repeats kept, at most :data:`MAX_QUERY_TOKENS`.
