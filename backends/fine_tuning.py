@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -30,13 +31,18 @@ __all__ = [
     "Pair",
     "Recipe",
     "batches",
+    "description_queries",
     "fine_tune",
+    "first_sentence",
     "load_trainable",
     "mine_hard_negatives",
     "recipe_pairs",
     "save_model",
     "training_pairs",
 ]
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 class Pair(NamedTuple):
@@ -76,6 +82,28 @@ class Recipe:
         if not self.hard_negatives:
             del settings["hard_negatives"], settings["negative_margin"]
         return settings
+
+
+def description_queries(name: str, tools: Sequence[Tool], min_words: int = 4) -> Dataset:
+    """Labelled requests made from tool metadata alone (docs/retrieval.md, "Pairs from tool
+    metadata"): each tool whose description opens with a sentence of at least ``min_words``
+    words is asked for by that sentence, and its tool text is read without the description, so
+    the pair teaches what names and parameters mean instead of repeating the request's words.
+    What a catalogue with no labelled queries can still teach the model."""
+    bare = [replace(tool, description="") for tool in tools]
+    queries: list[Query] = []
+    qrels: dict[str, dict[str, int]] = {}
+    for number, tool in enumerate(tools):
+        sentence = first_sentence(tool.description)
+        if len(sentence.split()) >= min_words:
+            queries.append(Query(f"{name}#{number}", sentence))
+            qrels[queries[-1].id] = {tool.name: 1}
+    return Dataset(f"{name} (descriptions)", bare, queries, qrels)
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of ``text``, spaces normalised, without its full stop."""
+    return _SENTENCE_END.split(" ".join(text.split()), maxsplit=1)[0].rstrip(".")
 
 
 def training_pairs(

@@ -12,7 +12,9 @@ from toolsearch.backends.fine_tuning import (
     Pair,
     Recipe,
     batches,
+    description_queries,
     fine_tune,
+    first_sentence,
     mine_hard_negatives,
     training_pairs,
 )
@@ -62,6 +64,20 @@ def test_a_pair_per_graded_gold_tool_with_the_embedded_text(tmp_path: Path) -> N
     assert first.negative == first.negative_name == ""  # mined only when the recipe asks
 
 
+def test_description_queries_ask_for_each_tool_by_its_first_sentence() -> None:
+    tools = [
+        Tool("mcp__weather__forecast", "Get the weather forecast for a city.  Metric units."),
+        Tool("mcp__files__ping", "Ping it."),  # too short to stand for a request
+    ]
+    made = description_queries("cat", tools)
+    assert [q.text for q in made.queries] == ["Get the weather forecast for a city"]
+    assert made.qrels == {made.queries[0].id: {"mcp__weather__forecast": 1}}
+    assert all(tool.description == "" for tool in made.tools)  # the request is not in the text
+    pairs = training_pairs([(made, made.queries)], DEFAULT_FIELDS, None)
+    assert [p.text for p in pairs] == ["weather forecast"]
+    assert first_sentence("Ends here! Then more.") == "Ends here!"
+
+
 def test_no_labelled_query_is_a_clear_error() -> None:
     with pytest.raises(ConfigError, match="needs labelled queries"):
         fine_tune(object(), [])
@@ -83,6 +99,15 @@ def test_cli_full_rejects_mixed_and_impossible_arguments(
     assert main(["train", data, "--out", str(file), "--full", "--force"]) == 2
     assert "is a file" in capsys.readouterr().err
     assert file.read_text() == "keep me" and not out.exists()
+    assert main(["train", data, "--out", str(tmp_path / "a.npz"), "--metadata", data]) == 2
+    assert "--metadata applies to --full only" in capsys.readouterr().err
+    assert main(["train", "--out", str(out), "--full"]) == 2
+    assert "name a dataset with labelled queries" in capsys.readouterr().err
+    terse = tmp_path / "terse.jsonl"
+    terse.write_text(json.dumps(Tool("mcp__x__ping", "Ping it.").to_dict()) + "\n")
+    assert main(["train", "--out", str(out), "--full", "--metadata", str(terse)]) == 2
+    assert "no tool has a description sentence" in capsys.readouterr().err
+    assert not out.exists()
 
 
 @pytest.mark.slow  # trains the shipped MiniLM for a few steps with PyTorch
@@ -96,10 +121,12 @@ def test_cli_full_trains_a_model_the_backend_can_use(
     monkeypatch.chdir(tmp_path)
     data = str(_write_dataset(tmp_path / "d"))
     out = tmp_path / "model"
-    assert main(["train", data, "--split", "all", "--full", "--out", str(out)]) == 0
+    command = ["train", data, "--split", "all", "--full", "--out", str(out), "--metadata", data]
+    assert main(command) == 0
     assert f'model = "{out}"' in capsys.readouterr().out
     record = json.loads((out / "toolsearch-training.json").read_text())
-    assert record["pairs"] == 8 and record["recipe"] == Recipe().describe()
+    # 8 labelled pairs and 4 from the tools' descriptions
+    assert record["pairs"] == 12 and record["recipe"] == Recipe().describe()
     from safetensors import safe_open
 
     with safe_open(str(out / "model.safetensors"), "np") as weights:  # stored in float16

@@ -1,6 +1,6 @@
 """``toolsearch train``: fit a query adapter to a catalogue's labelled queries
-(docs/query-adapter.md), or with ``--full`` fine-tune the whole embedding model on them
-(docs/retrieval.md)."""
+(docs/query-adapter.md), or with ``--full`` fine-tune the whole embedding model on them and, with
+``--metadata``, on pairs made from catalogues' tool descriptions (docs/retrieval.md)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ _DESCRIPTION = (
     "'toolsearch bench --split test --backend embedding --option "
     "embedding.query_adapter=FILE'. With --full the whole embedding model is fine-tuned "
     "instead (minutes on a CPU): it helps catalogues it was not trained on too, and --out is "
-    "the folder of the new model, used with model = DIR."
+    "the folder of the new model, used with model = DIR. --metadata adds pairs made from a "
+    "catalogue's tool descriptions, so a catalogue with no labelled queries can train it too."
 )
 
 
@@ -36,7 +37,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "dataset",
-        nargs="+",
+        nargs="*",
         metavar="DIR",
         help="dataset folder(s), or known dataset names; several train one adapter together",
     )
@@ -60,6 +61,15 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--epochs", type=positive_int, default=None, help="passes over the queries with --full (1)"
+    )
+    parser.add_argument(
+        "--metadata",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="with --full, also train on the tool metadata of this catalogue (a folder, a tools "
+        "file or a known name): each tool asked for by its description's first sentence; no "
+        "labelled queries needed; repeatable",
     )
     parser.add_argument(
         "--no-hard-negatives",
@@ -89,12 +99,17 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.full and out.exists() and not out.is_dir():
         raise ConfigError(f"{out} is a file; --full writes a model folder")
+    if args.metadata and not args.full:
+        raise ConfigError("--metadata applies to --full only; an adapter needs labelled queries")
+    if not args.dataset and not args.metadata:
+        raise ConfigError("name a dataset with labelled queries (or, with --full, --metadata DIR)")
     datasets = [load_dataset(resolve_dataset(spec)) for spec in args.dataset]
     options = dict(load_settings().options_for("embedding"))
     options.pop("query_adapter", None)  # an adapter is trained on the plain query vectors
     backend = load_backend("embedding", **options)
     labelled = [(d, split_queries(d.queries, args.split)) for d in datasets]
     if args.full:
+        labelled += _metadata_sets(args.metadata)
         return _fine_tune(args, out, backend, labelled, str(options.get("model") or ""))
     settings = TrainingSettings(steps=args.steps or 300, seed=args.seed)
     adapter = train_on_datasets(backend, labelled, settings)
@@ -111,6 +126,26 @@ def run(args: argparse.Namespace) -> int:
         f"--backend embedding --option embedding.query_adapter={out}"
     )
     return 0
+
+
+def _metadata_sets(folders: list[str]) -> list[Any]:
+    """``--metadata``: each catalogue's tools asked for by their descriptions (no queries)."""
+    from toolsearch.backends.fine_tuning import description_queries
+    from toolsearch.bench.runner import resolve_dataset
+    from toolsearch.catalog import load_catalog
+
+    sets = []
+    for folder in folders:
+        path = Path(folder).expanduser()
+        tools = load_catalog(path if path.is_file() else resolve_dataset(folder))
+        found = description_queries(folder, tools)
+        if not found.queries:
+            raise ConfigError(
+                f"--metadata {folder}: no tool has a description sentence of four words or more "
+                "to train on"
+            )
+        sets.append((found, found.queries))
+    return sets
 
 
 def _fine_tune(
@@ -146,7 +181,7 @@ def _fine_tune(
     )
     print(f'use it with model = "{out}" in [backends.embedding] of toolsearch.toml')
     print(
-        f"measure it: toolsearch bench --dataset {args.dataset[0]} --split test "
-        f"--backend embedding --option embedding.model={out}"
+        f"measure it: toolsearch bench --dataset {(args.dataset or args.metadata)[0]} "
+        f"--split test --backend embedding --option embedding.model={out}"
     )
     return 0
