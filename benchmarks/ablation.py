@@ -630,6 +630,33 @@ def check_against_backend(data: Data, variant: Variant, n: int = 25) -> None:
 
 # --------------------------------------------------------------------------- report
 
+
+def significance_mark(test: Mapping[str, Any], metric: str) -> str:
+    """``*`` where ``test`` (a :func:`significance` entry) found ``metric`` significant."""
+    found = test.get(metric)
+    return "*" if found and found["significant"] else ""
+
+
+def score_columns(lead: Sequence[str], groups: Sequence[str]) -> list[str]:
+    """Header and rule of a table of :func:`score_cells`, after the ``lead`` columns."""
+    columns = [*lead, "ndcg@10", *(f"{group} recall@5" for group in groups)]
+    rule = "|" + "---|" * len(lead) + "---:|" * (1 + len(groups))
+    return ["| " + " | ".join(columns) + " |", rule]
+
+
+def score_cells(
+    got: Mapping[str, Mapping[str, float]], groups: Sequence[str], marks: Mapping[str, str]
+) -> list[str]:
+    """ndcg@10 over all queries, then recall@5 per group (``-`` for a group without queries);
+    ``marks`` (per metric) follow the all-query cells."""
+    cells = [f"{got['all']['ndcg@10']:.3f}{marks.get('ndcg@10', '')}"]
+    for group in groups:
+        value = got.get(group, {}).get("recall@5")
+        mark = marks.get("recall@5", "") if group == "all" else ""
+        cells.append("-" if value is None else f"{value:.3f}{mark}")
+    return cells
+
+
 TABLE_GROUPS = (
     ("mcp-workbench", "all", "recall@5"),
     ("mcp-workbench", "keywords", "hit@1"),

@@ -149,26 +149,14 @@ def _summary(result: Mapping[str, Any]) -> str:
 
 
 def markdown(data: Mapping[str, Any]) -> str:
-    """Rows: split x ranking x model; columns: ndcg@10 and recall@5 per group."""
-    lines = [
-        "| split | ranking | model | ndcg@10 | "
-        + " | ".join(f"{g} recall@5" for g in GROUPS)
-        + " |",
-        "|---|---|---|---:|" + "---:|" * len(GROUPS),
-    ]
+    """Rows: split x ranking x model; columns: ndcg@10 over all queries, recall@5 per group."""
+    lines = ablation.score_columns(("split", "ranking", "model"), GROUPS)
     for split, by_ranking in data["results"].items():
         for ranking, found in by_ranking.items():
             for model, got in found["scores"].items():
                 test = found["against_fold"].get(model, {})
-                mark = {
-                    m: "*" if test.get(m, {}).get("significant") else ""
-                    for m in ("ndcg@10", "recall@5")
-                }
-                cells = [f"{got['all']['ndcg@10']:.3f}{mark['ndcg@10']}"]
-                for group in GROUPS:
-                    value = got.get(group, {}).get("recall@5")
-                    extra = mark["recall@5"] if group == "all" else ""
-                    cells.append("-" if value is None else f"{value:.3f}{extra}")
+                marks = {m: ablation.significance_mark(test, m) for m in ("ndcg@10", "recall@5")}
+                cells = ablation.score_cells(got, GROUPS, marks)
                 lines.append(f"| {split} | {ranking} | {model} | " + " | ".join(cells) + " |")
     lines += [
         "",

@@ -148,33 +148,19 @@ def measure(cache: Path) -> dict[str, Any]:
     return out
 
 
-def _mark(test: Mapping[str, Any], metric: str) -> str:
-    found = test.get(metric)
-    return "*" if found and found["significant"] else ""
-
-
 def markdown(data: Mapping[str, Any]) -> str:
-    """Rows: run x reading; columns: recall@5 per group and ndcg@10 over all queries."""
-    lines = [
-        "| split, model | server names | ndcg@10 | "
-        + " | ".join(f"{g} recall@5" for g in GROUPS)
-        + " |",
-        "|---|---|---:|" + "---:|" * len(GROUPS),
-    ]
+    """Rows: run x reading; columns: ndcg@10 over all queries and recall@5 per group."""
+    lines = ablation.score_columns(("split, model", "server names"), GROUPS)
     for run, result in data["results"].items():
         for reading, got in result["scores"].items():
-            marks = {"ndcg@10": "", "recall@5": ""}
+            marks = {}
             if reading == REGISTRY:
                 marks = {
-                    m: _mark(result["against_kept"], m)
-                    + ("†" if _mark(result["against_original"], m) else "")
-                    for m in marks
+                    m: ablation.significance_mark(result["against_kept"], m)
+                    + ("†" if ablation.significance_mark(result["against_original"], m) else "")
+                    for m in ("ndcg@10", "recall@5")
                 }
-            cells = [f"{got['all']['ndcg@10']:.3f}{marks['ndcg@10']}"]
-            for group in GROUPS:
-                mark = marks["recall@5"] if group == "all" else ""
-                value = got.get(group, {}).get("recall@5")
-                cells.append("-" if value is None else f"{value:.3f}{mark}")
+            cells = ablation.score_cells(got, GROUPS, marks)
             lines.append(f"| {run} | {reading} | " + " | ".join(cells) + " |")
     lines += [
         "",
