@@ -125,6 +125,11 @@ REGISTRY: tuple[Result, ...] = (
         {"fine_tune": script_table("fine_tune")},
     ),
     Result(
+        "metadata_pairs",
+        "python benchmarks/metadata_pairs.py --out benchmarks/results/metadata_pairs.json",
+        {"metadata_pairs": script_table("metadata_pairs")},
+    ),
+    Result(
         "query_adapter",
         "python benchmarks/query_adapter.py --out benchmarks/results/query_adapter.json",
         {"query_adapter": script_table("query_adapter")},
