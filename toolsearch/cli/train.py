@@ -180,8 +180,9 @@ def _fine_tune(
         f"loss {info['first_loss']} -> {info['last_loss']}; written to {out}"
     )
     print(f'use it with model = "{out}" in [backends.embedding] of toolsearch.toml')
+    labelled_set = args.dataset[0] if args.dataset else "DIR (a dataset with labelled queries)"
     print(
-        f"measure it: toolsearch bench --dataset {(args.dataset or args.metadata)[0]} "
-        f"--split test --backend embedding --option embedding.model={out}"
+        f"measure it: toolsearch bench --dataset {labelled_set} --split test "
+        f"--backend embedding --option embedding.model={out}"
     )
     return 0
