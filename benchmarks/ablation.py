@@ -631,6 +631,26 @@ def check_against_backend(data: Data, variant: Variant, n: int = 25) -> None:
 # --------------------------------------------------------------------------- report
 
 
+def replay_script(
+    argv: Sequence[str] | None,
+    doc: str,
+    out: Path,
+    measure: Callable[[Path], dict[str, Any]],
+    render: Callable[[dict[str, Any]], str],
+) -> int:
+    """The command line of a script that replays cached member rankings (``--out``,
+    ``--cache``): ``measure(cache)`` written as JSON to ``--out``, then ``render``-ed."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=out)
+    parser.add_argument("--cache", type=Path, default=default_runs_dir())
+    args = parser.parse_args(argv)
+    data = measure(args.cache)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    print(render(data))
+    return 0
+
+
 def significance_mark(test: Mapping[str, Any], metric: str) -> str:
     """``*`` where ``test`` (a :func:`significance` entry) found ``metric`` significant."""
     found = test.get(metric)

@@ -23,7 +23,6 @@ ranx's paired t-test against the fold model (p < 0.05). The models are cached un
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import sys
@@ -35,7 +34,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import ablation
-from member_runs import MemberSpec, default_runs_dir, load_sample
+from member_runs import MemberSpec, load_sample
 from tuned_models import LIMIT, RECIPE, base_path, fold_model
 
 from toolsearch.backend import Hit
@@ -168,15 +167,13 @@ def markdown(data: Mapping[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=OUT)
-    parser.add_argument("--cache", type=Path, default=default_runs_dir())
-    args = parser.parse_args(argv)
-    data = {"queries": LIMIT, "results": measure(args.cache)}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    print(markdown(data))
-    return 0
+    return ablation.replay_script(
+        argv,
+        __doc__,
+        OUT,
+        lambda cache: {"queries": LIMIT, "results": measure(cache)},
+        markdown,
+    )
 
 
 if __name__ == "__main__":

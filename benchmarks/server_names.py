@@ -29,8 +29,6 @@ original names.
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -42,7 +40,7 @@ from unittest import mock
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import ablation
-from member_runs import MemberSpec, Sample, default_runs_dir, load_sample
+from member_runs import MemberSpec, Sample, load_sample
 
 from toolsearch.backend import Hit
 from toolsearch.tool import MCP_PREFIX
@@ -173,15 +171,17 @@ def markdown(data: Mapping[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=OUT)
-    parser.add_argument("--cache", type=Path, default=default_runs_dir())
-    args = parser.parse_args(argv)
-    data = {"queries": ablation.LIMIT, "forms": list(FORMS), "results": measure(args.cache)}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    print(markdown(data))
-    return 0
+    return ablation.replay_script(
+        argv,
+        __doc__,
+        OUT,
+        lambda cache: {
+            "queries": ablation.LIMIT,
+            "forms": list(FORMS),
+            "results": measure(cache),
+        },
+        markdown,
+    )
 
 
 if __name__ == "__main__":
