@@ -77,8 +77,7 @@ def _train(folder: Path, start: Path, labelled: list[tuple[Dataset, tuple[Query,
     pairs = recipe_pairs(model, labelled, DEFAULT_FIELDS, DEFAULT_MAX_WORDS, RECIPE)
     info = fine_tune(model, pairs, RECIPE)
     record = {"start": start.name, "sets": [d.name for d, _ in labelled], **info}
-    save_model(model, folder, record)
-    (folder / "toolsearch-training.json").write_text(json.dumps(record, indent=2) + "\n")
+    save_model(model, folder, record)  # writes the record as toolsearch-training.json
     ablation.log(f"metadata_pairs: {folder.name}: {info}")
     return folder
 

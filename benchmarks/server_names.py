@@ -89,9 +89,14 @@ def renamed(sample: Sample) -> tuple[Sample, dict[str, str]]:
         for q, labels in dataset.qrel_groups.items()
     }
     registry = replace(
-        dataset, name="mcp-workbench-registry", tools=tools, qrels=qrels, qrel_groups=groups
+        dataset,
+        name="mcp-workbench-registry",
+        tools=tools,
+        qrels=qrels,
+        qrel_groups=groups,
+        path=None,
     )
-    return Sample(replace(registry, path=None), sample.split, sample.queries), new
+    return Sample(registry, sample.split, sample.queries), new
 
 
 @contextmanager
