@@ -219,6 +219,10 @@ REGISTRY: tuple[Result, ...] = (
         {"bench_postgres": script_table("bench_postgres")},
     ),
     Result(
+        "bench_server_words",
+        "python benchmarks/bench_server_words.py --out benchmarks/results/bench_server_words.json",
+    ),
+    Result(
         "baseline",
         "toolsearch bench --split all --quiet --json-out benchmarks/baseline.json",
         path=ROOT / "benchmarks" / "baseline.json",
