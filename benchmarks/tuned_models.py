@@ -6,6 +6,8 @@ The shipped model (``SHIPPED_MODEL_PATH``) is the bundled all-MiniLM-L6-v2 (:dat
 trained with :class:`toolsearch.backends.fine_tuning.Recipe` on the **dev** samples of the
 three datasets of :data:`member_runs.DATASETS` (at most :data:`LIMIT` queries each, the samples
 every quality benchmark uses); the command above rebuilds it from the same data and seed.
+Any model here can also be trained with the description pairs of catalogues without labelled
+requests (``catalogues``; :data:`PUBLIC_MCP`, measured by ``metadata_pairs.py``).
 A fold model is the same training without one dataset. Fold models stand in for the shipped
 one wherever a score must come from a model that never saw the queries: the leave-one-dataset-
 out table (``fine_tune.py``) and the dev splits on which the ablation chooses the default's
@@ -37,16 +39,23 @@ from toolsearch.backends.encoders import (
 )
 from toolsearch.backends.fine_tuning import (
     Recipe,
+    description_queries,
     fine_tune,
     load_trainable,
     recipe_pairs,
     save_model,
 )
+from toolsearch.bench.runner import resolve_dataset
+from toolsearch.catalog import load_catalog
+from toolsearch.dataset import Dataset, Query
 
 #: The training recipe: the library's defaults, fixed before measuring.
 RECIPE = Recipe()
 #: Dev queries per dataset, as in every quality benchmark.
 LIMIT = 1000
+#: Public MCP catalogues whose description pairs (no benchmark's requests in them) may be added
+#: to a model's training (docs/retrieval.md, "Pairs from tool metadata").
+PUBLIC_MCP: tuple[str, ...] = ("mcp-docker-catalog", "mcp-github-catalog")
 #: Texts on which the stored (float16) model is compared with the trained (float32) one.
 PROBES = (
     "create a github pull request",
@@ -62,19 +71,34 @@ def base_path() -> Path:
     return path
 
 
-def _key(datasets: Sequence[str], limit: int, recipe: Recipe) -> str:
+def described(name: str) -> tuple[Dataset, tuple[Query, ...]]:
+    """The description pairs of the public catalogue ``name``, as a labelled set."""
+    made = description_queries(name, load_catalog(resolve_dataset(name)))
+    return made, tuple(made.queries)
+
+
+def _key(
+    datasets: Sequence[str], limit: int, recipe: Recipe, catalogues: Sequence[str] = ()
+) -> str:
     samples = [load_sample(d, "dev", limit).key(limit) for d in datasets]
-    text = json.dumps([recipe.describe(), model_fingerprint(base_path()), list(datasets), samples])
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    parts = [recipe.describe(), model_fingerprint(base_path()), list(datasets), samples]
+    if catalogues:
+        parts.append([described(name)[0].sha256() for name in catalogues])
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
 
 
 def train(
-    datasets: Sequence[str], out: Path, limit: int = LIMIT, recipe: Recipe = RECIPE
+    datasets: Sequence[str],
+    out: Path,
+    limit: int = LIMIT,
+    recipe: Recipe = RECIPE,
+    catalogues: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """Train the base model on the dev samples of ``datasets`` and save it to ``out``."""
+    """Train the base model on the dev samples of ``datasets`` and the description pairs of
+    ``catalogues``, and save it to ``out``."""
     samples = [load_sample(d, "dev", limit) for d in datasets]
     model = load_trainable(base_path(), recipe)
-    labelled = [(s.dataset, s.queries) for s in samples]
+    labelled = [(s.dataset, s.queries) for s in samples] + [described(c) for c in catalogues]
     pairs = recipe_pairs(model, labelled, DEFAULT_FIELDS, DEFAULT_MAX_WORDS, recipe)
     info = fine_tune(model, pairs, recipe)
     record = {
@@ -83,6 +107,7 @@ def train(
         "split": "dev",
         "limit": limit,
         "samples": {s.dataset.name: s.key(limit) for s in samples},
+        **({"described": list(catalogues)} if catalogues else {}),
         **info,
     }
     if out.exists():
@@ -102,13 +127,31 @@ def _stored_fidelity(trained: Any, folder: Path) -> float:
     return round(float((before * after).sum(axis=1).min()), 6)
 
 
-def fold_model(left_out: str, limit: int = LIMIT, recipe: Recipe = RECIPE) -> Path:
-    """The model trained by ``recipe`` without ``left_out`` (trained now unless cached)."""
+def fold_model(
+    left_out: str,
+    limit: int = LIMIT,
+    recipe: Recipe = RECIPE,
+    catalogues: Sequence[str] = (),
+) -> Path:
+    """The model trained by ``recipe`` without ``left_out``'s requests (and with
+    ``catalogues``' description pairs), trained now unless cached."""
     others = [d for d in DATASETS if d != left_out]
-    key = _key(others, limit, recipe)
-    folder = default_cache_dir() / "fine_tuned" / f"without-{left_out}-{key}"
+    return cached_model(others, f"without-{left_out}", limit, recipe, catalogues)
+
+
+def cached_model(
+    datasets: Sequence[str],
+    label: str,
+    limit: int = LIMIT,
+    recipe: Recipe = RECIPE,
+    catalogues: Sequence[str] = (),
+) -> Path:
+    """The model :func:`train` makes from ``datasets`` and ``catalogues``, from the cache under
+    ``label`` and a key of its training data (trained now if missing)."""
+    key = _key(datasets, limit, recipe, catalogues)
+    folder = default_cache_dir() / "fine_tuned" / f"{label}-{key}"
     if not (folder / "toolsearch-training.json").is_file():
-        train(others, folder, limit, recipe)
+        train(datasets, folder, limit, recipe, catalogues)
     return folder
 
 

@@ -214,3 +214,28 @@ def test_ablation_scores_read_groups_of_alternatives_as_the_harness_does() -> No
     assert got["multi-tool"]["recall@5"] == 0.5  # needs two tools (groups), not three
     assert got["request"] == {"recall@5": 1.0, "hit@1": 1.0, "ndcg@10": 1.0}
     assert "complete@5" not in got["all"]
+
+
+@pytest.mark.skipif(
+    SHARED is None or not (SHARED / "mcp-docker-catalog" / "tools.jsonl").is_file(),
+    reason="the public MCP catalogues are not here",
+)
+def test_description_pairs_key_their_own_cached_models() -> None:
+    tuned = _script("tuned_models")
+    plain = tuned._key(["mcp-workbench"], 50, tuned.RECIPE)
+    assert plain == tuned._key(["mcp-workbench"], 50, tuned.RECIPE, ())
+    assert plain != tuned._key(["mcp-workbench"], 50, tuned.RECIPE, tuned.PUBLIC_MCP)
+    made, queries = tuned.described("mcp-github-catalog")
+    assert queries and all(not tool.description for tool in made.tools)
+
+
+def test_metadata_pairs_table_has_every_fold_seed_and_dataset() -> None:
+    script = _script("metadata_pairs")
+    results = json.loads((RESULTS / "metadata_pairs.json").read_text(encoding="utf-8"))
+    table = script.markdown(results)
+    for dataset in _script("member_runs").DATASETS:
+        for split in ("dev", "test"):
+            assert f"| fold | {dataset} | {split} | default |" in table
+        for seed in script.SEEDS:
+            assert f"| shipped, seed {seed} | {dataset} | test | embedding |" in table
+        assert f"| {dataset} | default | " in table
