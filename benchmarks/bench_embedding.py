@@ -16,7 +16,9 @@ change, and each query style's recall@5 change, against the regression baseline 
 Queries are the ToolSearch-style phrases of ``bench_keyword.py`` and task descriptions of about
 100 words joined from BFCL/MetaTool requests, each encoded afresh (the query cache is cleared
 before every timed call). ``--cache-dir`` defaults to a fresh folder (so "first" is a cold
-build) that keeps the model's ONNX export.
+build) that keeps the model's ONNX export. A ``--cache-dir DIR`` of your own must be empty, so
+that the first row is cold and its "export s" times the one-time ONNX export; ``--warm`` times
+the same command again on the ``DIR`` a cold run filled (``start`` in the JSON says which).
 """
 
 from __future__ import annotations
@@ -292,11 +294,29 @@ def markdown_quality(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def check_cache_state(cache_dir: Path | None, warm: bool) -> None:
+    """A cold run needs an empty ``--cache-dir`` (vectors or an export left by an earlier run
+    would be timed as a cold build); a warm one needs the folder a run filled."""
+    if cache_dir is None:
+        raise SystemExit("--warm needs --cache-dir DIR, the folder an earlier run filled")
+    filled = cache_dir.is_dir() and any(cache_dir.iterdir())
+    if warm and not filled:
+        raise SystemExit(f"--warm: --cache-dir {cache_dir} holds nothing to start warm from")
+    if not warm and filled:
+        raise SystemExit(
+            f"--cache-dir {cache_dir} is not empty, so the first build would not be cold: "
+            "remove it, name an empty folder, or pass --warm to time a warm start"
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tools", type=int, default=10_000)
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads")
-    parser.add_argument("--cache-dir", type=Path, default=None)
+    parser.add_argument("--cache-dir", type=Path, default=None, help="empty unless --warm")
+    parser.add_argument(
+        "--warm", action="store_true", help="time a start on the --cache-dir a run filled"
+    )
     parser.add_argument("--out", type=Path, default=None, help="write the results as JSON here")
     parser.add_argument("--quality", action="store_true", help="compare encoder paths' quality")
     parser.add_argument(
@@ -315,8 +335,11 @@ def main(argv: list[str] | None = None) -> int:
         result = quality()
     else:
         cache_dir = args.cache_dir or fresh_cache_dir()
+        if args.cache_dir is not None or args.warm:
+            check_cache_state(args.cache_dir, args.warm)
         try:
             result = measure(args.tools, cache_dir, args.threads, args.precision)
+            result["start"] = "warm" if args.warm else "cold"
         finally:
             if args.cache_dir is None:
                 shutil.rmtree(cache_dir, ignore_errors=True)

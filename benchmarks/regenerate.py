@@ -183,6 +183,11 @@ REGISTRY: tuple[Result, ...] = (
         },
     ),
     Result(
+        "bench_embedding_10k_warm",
+        "python benchmarks/bench_embedding.py --tools 10000 --cache-dir /tmp/emb_cold --warm "
+        "--out benchmarks/results/bench_embedding_10k_warm.json",
+    ),
+    Result(
         "bench_embedding_10k_int8",
         "python benchmarks/bench_embedding.py --tools 10000 --precision int8 "
         "--cache-dir /tmp/emb_cold_int8 --out benchmarks/results/bench_embedding_10k_int8.json",

@@ -239,3 +239,18 @@ def test_metadata_pairs_table_has_every_fold_seed_and_dataset() -> None:
         for seed in script.SEEDS:
             assert f"| shipped, seed {seed} | {dataset} | test | embedding |" in table
         assert f"| {dataset} | default | " in table
+
+
+def test_embedding_bench_times_a_cold_build_only_on_an_empty_cache(tmp_path: Path) -> None:
+    check = _script("bench_embedding").check_cache_state
+    check(tmp_path / "new", warm=False)  # absent or empty: cold
+    (tmp_path / "filled").mkdir()
+    (tmp_path / "filled" / "vectors.npy").write_bytes(b"x")
+    with pytest.raises(SystemExit, match="is not empty, so the first build would not be cold"):
+        check(tmp_path / "filled", warm=False)
+    check(tmp_path / "filled", warm=True)
+    with pytest.raises(SystemExit, match="holds nothing to start warm from"):
+        check(tmp_path / "new", warm=True)
+    with pytest.raises(SystemExit, match="--warm needs --cache-dir"):
+        check(None, warm=True)
+    assert (tmp_path / "filled" / "vectors.npy").read_bytes() == b"x"  # nothing removed
