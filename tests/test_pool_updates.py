@@ -57,23 +57,36 @@ class SpyBackend:
 
 
 def test_one_server_relisting_touches_only_that_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    changes: dict[str, list[int]] = {"built": [], "added": [], "discarded": []}
+    real_index = toolsearch.required.TermIndex
+
+    class CountingIndex(real_index):  # type: ignore[misc,valid-type]
+        def __init__(self, tools: Any = ()) -> None:
+            changes["built"].append(len(tools))
+            super().__init__(tools)
+
+        def add(self, tools: Any) -> list[int]:
+            tools = list(tools)
+            changes["added"].append(len(tools))
+            return super().add(tools)
+
+        def discard(self, ids: Any) -> None:
+            ids = list(ids)
+            changes["discarded"].append(len(ids))
+            super().discard(ids)
+
+    monkeypatch.setattr(toolsearch.required, "TermIndex", CountingIndex)
     servers = {f"s{n}": server_tools(f"s{n}", 50) for n in range(20)}
     spy = SpyBackend()
     engine = ToolSearch([t for tools in servers.values() for t in tools], backend=spy)
-    engine.search("+create issue")  # builds every server's +required index
+    engine.search("+create issue")  # builds the +required index
+    assert changes["built"] == [1000]
+    changes = {"built": [], "added": [], "discarded": []}
     hashed: list[int] = []
     real_sha = toolsearch.tool.hashlib.sha256
     monkeypatch.setattr(
         toolsearch.tool.hashlib, "sha256", lambda data: hashed.append(1) or real_sha(data)
     )
-    built: list[int] = []
-    real_index = toolsearch.required.TermIndex
-
-    def counting_index(tools: Any) -> Any:
-        built.append(len(tools))
-        return real_index(tools)
-
-    monkeypatch.setattr(toolsearch.required, "TermIndex", counting_index)
     engine.set_tools([t for tools in servers.values() for t in tools])  # nothing changed
     assert hashed == [] and spy.upserted == [] and spy.removed == [] and spy.indexed == [1000]
     servers["s3"] = server_tools("s3", 49, edition=1)  # one tool gone, every description new
@@ -83,7 +96,9 @@ def test_one_server_relisting_touches_only_that_server(monkeypatch: pytest.Monke
     assert spy.removed == ["mcp__s3__issue_49"]
     assert spy.indexed == [1000]  # never rebuilt
     engine.search("+create issue")
-    assert built == [49]  # only the changed server's +required index
+    # the +required index changed in place for that server's tools only: 50 out, 49 in
+    assert changes["built"] == [] and sum(changes["discarded"]) == 50
+    assert sum(changes["added"]) == 49
 
 
 tool_sets = st.lists(

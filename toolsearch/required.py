@@ -1,10 +1,7 @@
-"""The ``+required`` filter's index, kept per server so a change re-indexes only its server.
-
-:class:`~toolsearch.matching.TermIndex` answers "which tools contain every required term"; it
-is built over a fixed tool sequence. :class:`RequiredIndex` holds one per server (local tools
-form one more group), built on first use, and keeps a group's index across pool updates as
-long as that group's tools do not change — so when one MCP server re-lists, a 100k-tool
-pool pays for that server's tools only (docs/security.md, "Updates").
+"""The ``+required`` filter's index: one :class:`~toolsearch.matching.TermIndex` over the
+deferred pool, built on first use and then changed in place, so a search costs the same however
+many servers the pool has, and a re-listed server costs its own tools only (docs/security.md,
+"Updates").
 """
 
 from __future__ import annotations
@@ -17,48 +14,43 @@ from toolsearch.tool import Tool
 __all__ = ["RequiredIndex"]
 
 
-class _Group:
-    __slots__ = ("index", "indexed", "members")
-
-    def __init__(self) -> None:
-        self.members: dict[str, Tool] = {}
-        self.index: TermIndex | None = None
-        self.indexed: list[Tool] = []
-
-
 class RequiredIndex:
-    """Names of the deferred tools that pass a ``+required`` filter, grouped by server."""
+    """Names of the deferred tools that pass a ``+required`` filter."""
 
     def __init__(self) -> None:
-        self._groups: dict[str | None, _Group] = {}
+        self._tools: dict[str, Tool] = {}
+        self._index: TermIndex | None = None
+        self._ids: dict[str, int] = {}
 
     def rebuild(self, tools: Iterable[Tool]) -> None:
-        """Index ``tools`` (the deferred pool) from nothing."""
-        self._groups = {}
-        self.apply((), tools)
+        """Index ``tools`` (the deferred pool) from nothing, on the next search that needs it."""
+        self._tools = {tool.name: tool for tool in tools}
+        self._index = None
+        self._ids = {}
 
     def apply(self, removed: Iterable[Tool], added: Iterable[Tool]) -> None:
-        """Drop ``removed`` and add ``added`` (deferred tools); only their servers' indexes
-        are rebuilt, on the next search that needs them."""
+        """Drop ``removed`` and add ``added`` (deferred tools); a built index changes for
+        those tools only."""
         for tool in removed:
-            group = self._groups.get(tool.server)
-            if group is not None and group.members.get(tool.name) is tool:
-                del group.members[tool.name]
-                group.index = None
+            if self._tools.get(tool.name) is tool:
+                del self._tools[tool.name]
+                self._drop(tool.name)
         for tool in added:
-            group = self._groups.setdefault(tool.server, _Group())
-            group.members[tool.name] = tool
-            group.index = None
+            self._drop(tool.name)
+            self._tools[tool.name] = tool
+            if self._index is not None:
+                (self._ids[tool.name],) = self._index.add([tool])
+
+    def _drop(self, name: str) -> None:
+        tool_id = self._ids.pop(name, None)
+        if tool_id is not None and self._index is not None:
+            self._index.discard([tool_id])
 
     def matching(self, required: Sequence[str]) -> set[str]:
         """Names of the tools containing every term of ``required``."""
-        names: set[str] = set()
-        for group in self._groups.values():
-            if not group.members:
-                continue
-            if group.index is None:
-                group.indexed = list(group.members.values())
-                group.index = TermIndex(group.indexed)
-            indexed = group.indexed
-            names.update(indexed[i].name for i in group.index.required_filter(required))
-        return names
+        if self._index is None:
+            tools = list(self._tools.values())
+            self._index = TermIndex(tools)
+            self._ids = {tool.name: i for i, tool in enumerate(tools)}
+        found = self._index.required_filter(required)
+        return {tool.name for i in found if (tool := self._index.tools[i]) is not None}
