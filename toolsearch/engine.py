@@ -196,7 +196,7 @@ class ToolSearch:
         """Replace the pool, at a cost in proportion to what changed (docs/security.md,
         "Updates"): tools are compared by identity, content hashes are cached per tool, an
         incremental backend re-indexes only tools whose content changed (any other backend
-        rebuilds), and the ``+required`` index is rebuilt only for the servers that changed."""
+        rebuilds), and the ``+required`` index changes in place for the tools that changed."""
         change = self._index.set_tools(tools)
         deferred = self._index.deferred
         incremental = isinstance(self.backend, IncrementalBackend)
