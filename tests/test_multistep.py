@@ -38,6 +38,37 @@ from toolsearch.tool import Tool
         ),
         # "and" before a one-word phrase is not a step boundary
         ("summarise the latest quarterly report for sales and marketing", None),
+        # list markers start steps and are no part of them; they never count as steps
+        (
+            "Please:\n1. Find the latest issue in acme/web\n2) post it to #eng\n(3) close it",
+            ["Please", "Find the latest issue in acme/web", "post it to #eng", "close it"],
+        ),
+        (
+            "Do this: 1. Export the board to CSV. 2. Send it to finance. 3. Archive the board.",
+            ["Do this", "Export the board to CSV", "Send it to finance", "Archive the board"],
+        ),
+        (
+            "- list the open pull requests\n* merge the approved ones\n• notify the team",
+            ["list the open pull requests", "merge the approved ones", "notify the team"],
+        ),
+        (
+            "Step 1: query the orders table. Step 2: upload the CSV to the reports bucket",
+            ["query the orders table", "upload the CSV to the reports bucket"],
+        ),
+        # seven numbered steps: the markers do not use up the MAX_STEPS searched steps
+        (
+            "\n".join(f"{i}. do task number {i} now" for i in range(1, 8)),
+            [f"do task number {i} now" for i in range(1, 7)],
+        ),
+        # a number inside a sentence, a version, a tuple and a hyphen are not markers
+        (
+            "Meet at 3. Upgrade the re-run job to v1.2. Plot the point (3, 4) - in red",
+            ["Meet at 3", "Upgrade the re-run job to v1.2", "Plot the point (3, 4) - in red"],
+        ),
+        (
+            "Look up the customer in Salesforce and after that create an invoice in Stripe",
+            ["Look up the customer in Salesforce", "create an invoice in Stripe"],
+        ),
     ],
 )
 def test_split_steps(text: str, steps: list[str] | None) -> None:

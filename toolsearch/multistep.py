@@ -5,9 +5,11 @@ for the whole sentence tends to return five Jira tools. Per-step retrieval (as i
 the per-step retrieval studies of multi-tool agents) searches each step on its own and merges
 the rankings, so every step's best tool reaches the first few results.
 
-:func:`split_steps` cuts a request at sentence ends, semicolons, line breaks, "then", "after
-that", and at "and" between two clauses of at least :data:`MIN_CLAUSE_WORDS` words each (not at
-bare commas, which mostly separate adjectives and list items of one request); a request shorter
+:func:`split_steps` cuts a request at sentence ends, semicolons, line breaks, list markers
+("1.", "2)", "-", "Step 3:"; dropped, so a numbered list's markers never count as steps),
+"then", "after that", and at "and" between two clauses of at least :data:`MIN_CLAUSE_WORDS`
+words each (not at bare commas, which mostly separate adjectives and list items of one
+request); a request shorter
 than :data:`MIN_SPLIT_WORDS` words, or with no such boundary, is one step (short queries are
 never changed). :func:`merge_steps` keeps the steps that are at least as *confident* as the
 whole request (their best raw similarity is no lower: a step that finds nothing better than the
@@ -46,7 +48,14 @@ MAX_STEPS = 6
 #: The whole request's best hits that stay first when steps are merged in.
 LEAD = 1
 
-_HARD = re.compile(r"(?:[.!?;]+\s+|\s*\n+\s*|,?\s+(?:and\s+)?then\s+|,?\s+after\s+that\s+)", re.I)
+_HARD = re.compile(
+    r"(?:[.!?;]+\s+|\s*\n+\s*|,?\s+(?:and\s+)?then\s+|,?\s+(?:and\s+)?after\s+that\s+)", re.I
+)
+#: A list marker ("1.", "2)", "(3)", "-", "*", "•", "Step 4:") at the start of the text or of a
+#: line, or after a sentence end or a colon: it starts a step and is no part of it.
+_MARKER = re.compile(
+    r"(^|\n|[.:;!?]\s+)\s*(?:[-*•]|\(?\d{1,2}[.)]|step\s+\d{1,2}\s*[:.)-]?)\s+", re.I
+)
 _AND = re.compile(r",?\s+(?:and|&)\s+", re.I)
 
 
@@ -71,9 +80,9 @@ def split_steps(text: str) -> list[str]:
     if not isinstance(text, str) or _words(text) < MIN_SPLIT_WORDS:
         return [text]
     steps: list[str] = []
-    for clause in _HARD.split(text):
-        clause = clause.strip(" .,;!?")
-        if clause:
+    for clause in _HARD.split(_MARKER.sub("\\1\n", text)):
+        clause = clause.strip(" .,:;!?")
+        if any(ch.isalpha() for ch in clause):
             steps.extend(_split_and(clause))
     steps = [s for s in steps if s.strip()]
     if len(steps) < 2:
