@@ -120,6 +120,11 @@ REGISTRY: tuple[Result, ...] = (
         {"learned_fusion": script_table("learned_fusion")},
     ),
     Result(
+        "reranker",
+        "python benchmarks/reranker.py --out benchmarks/results/reranker.json",
+        {"reranker": script_table("reranker")},
+    ),
+    Result(
         "fine_tune",
         "python benchmarks/fine_tune.py --out benchmarks/results/fine_tune.json",
         {"fine_tune": script_table("fine_tune")},

@@ -254,3 +254,68 @@ def test_embedding_bench_times_a_cold_build_only_on_an_empty_cache(tmp_path: Pat
     with pytest.raises(SystemExit, match="--warm needs --cache-dir"):
         check(None, warm=True)
     assert (tmp_path / "filled" / "vectors.npy").read_bytes() == b"x"  # nothing removed
+
+
+def _reranker_data() -> SimpleNamespace:
+    """Two tools; q0 asks for ``send_message``, q1 is a negative (no gold tool)."""
+    from toolsearch.dataset import Query
+    from toolsearch.tool import Tool
+
+    tools = (Tool("send_message", "Send a message."), Tool("delete_message", "Delete a message."))
+    queries = (Query("q0", "send a message"), Query("q1", "leave the workspace"))
+    sample = SimpleNamespace(
+        queries=queries, qrels={"q0": {"send_message": 1}}, dataset=SimpleNamespace(tools=tools)
+    )
+    return SimpleNamespace(sample=sample, is_negative=lambda qid: qid not in sample.qrels)
+
+
+def test_reranker_examples_pair_gold_tools_and_the_wrong_candidates() -> None:
+    from toolsearch.backend import Hit
+
+    reranker = _script("reranker")
+    ranked = {
+        "q0": [Hit("delete_message", 0.9), Hit("send_message", 0.8)],
+        "q1": [Hit("delete_message", 0.5), Hit("send_message", 0.4)],
+    }
+    made = reranker.examples(_reranker_data(), ranked)
+    labels = {(request, text.split()[0], label) for request, text, label in made}
+    assert labels == {
+        ("send a message", "send", 1.0),
+        ("send a message", "delete", 0.0),
+        ("leave the workspace", "delete", 0.0),
+        ("leave the workspace", "send", 0.0),
+    }
+    assert len(made) == 4
+
+
+def test_reranker_reorders_only_the_candidates_and_abstains_below_the_threshold() -> None:
+    from toolsearch.backend import Hit
+
+    reranker = _script("reranker")
+    many = [Hit(f"t{i}", 1.0 - i / 100) for i in range(reranker.CANDIDATES + 2)]
+    probs = {"q": [0.1] * (reranker.CANDIDATES - 1) + [0.9]}
+    alone = reranker.reranked({"q": many}, probs, 1.0)["q"]
+    assert alone[0].name == f"t{reranker.CANDIDATES - 1}"
+    assert [h.name for h in alone[reranker.CANDIDATES :]] == [h.name for h in many[-2:]]
+    assert reranker.reranked({"q": many}, probs, 0.0)["q"][0].name == "t0"
+    assert reranker.abstained({"q": many}, probs, 3, 0.5) == {"q": []}
+    assert reranker.abstained({"q": many}, probs, reranker.CANDIDATES, 0.5)["q"] == many
+
+
+def test_reranker_batches_keep_every_example_once() -> None:
+    reranker = _script("reranker")
+    items = [(f"request {i}", "x" * (i % 7), float(i % 2)) for i in range(1000)]
+    batches = reranker.bucketed(items, seed=3)
+    assert sorted(e for b in batches for e in b) == sorted(items)
+    assert all(len(b) <= reranker.RECIPE.batch for b in batches)
+    assert batches != reranker.bucketed(items, seed=4)
+
+
+def test_reranker_table_has_every_dataset_setting_and_rule() -> None:
+    results = json.loads((RESULTS / "reranker.json").read_text(encoding="utf-8"))
+    table = _script("reranker").markdown(results)
+    rows = [line for line in table.splitlines() if line.startswith("| ") and "---" not in line]
+    datasets = len(results["default_dev_ndcg@10"])
+    rules = len(results["thresholds"]) + 1  # and the default's cosine threshold
+    assert len(rows) == 3 + datasets + 2 * datasets + rules  # three header rows
+    assert all(f"| {name} |" in table for name in results["default_dev_ndcg@10"])
