@@ -182,3 +182,13 @@ def test_merge_steps_reads_no_deeper_than_k_of_any_ranking() -> None:
             Ranking(whole[: k + lead], 0.5), [Ranking(h[:k], c) for h, c in steps], k, lead=lead
         )
         assert cut == full
+
+
+def test_runs_of_blanks_split_like_one_blank() -> None:
+    steps = ["read the open issues of acme/web", "post a summary to the eng channel"]
+    for gap in (" " * 50_000, "\n" * 50_000, "\r\n \t" * 20_000, ". " * 20_000):
+        assert split_steps(f"{steps[0]}.{gap}{steps[1]}") == steps
+    assert split_steps("read the  open issues\tof acme/web.\n\n then post a summary") == [
+        "read the open issues of acme/web",
+        "then post a summary",
+    ]

@@ -54,8 +54,13 @@ _HARD = re.compile(
 #: A list marker ("1.", "2)", "(3)", "-", "*", "•", "Step 4:") at the start of the text or of a
 #: line, or after a sentence end or a colon: it starts a step and is no part of it.
 _MARKER = re.compile(
-    r"(^|\n|[.:;!?]\s+)\s*(?:[-*•]|\(?\d{1,2}[.)]|step\s+\d{1,2}\s*[:.)-]?)\s+", re.I
+    r"(^|\n|[.:;!?](?=\s))\s*(?:[-*•]|\(?\d{1,2}[.)]|step\s+\d{1,2}\s*[:.)-]?)\s+", re.I
 )
+#: Runs of blanks, and of blank lines, become one space and one line break before splitting:
+#: a boundary pattern that starts and ends with whitespace then never meets a long run, which
+#: would make matching quadratic in its length.
+_BLANKS = re.compile(r"[^\S\n]+")
+_BREAKS = re.compile(r" ?\n\s*")
 _AND = re.compile(r",?\s+(?:and|&)\s+", re.I)
 
 
@@ -80,7 +85,8 @@ def split_steps(text: str) -> list[str]:
     if not isinstance(text, str) or _words(text) < MIN_SPLIT_WORDS:
         return [text]
     steps: list[str] = []
-    for clause in _HARD.split(_MARKER.sub("\\1\n", text)):
+    tidy = _BREAKS.sub("\n", _BLANKS.sub(" ", text))
+    for clause in _HARD.split(_MARKER.sub("\\1\n", tidy)):
         clause = clause.strip(" .,:;!?")
         if any(ch.isalpha() for ch in clause):
             steps.extend(_split_and(clause))
