@@ -39,6 +39,7 @@ __all__ = [
     "recipe_pairs",
     "save_model",
     "training_pairs",
+    "warmup_schedule",
 ]
 
 
@@ -212,7 +213,9 @@ def load_trainable(model_path: Path, recipe: Recipe) -> Any:
     return SentenceTransformer(str(model_path), device="cpu", local_files_only=True)
 
 
-def _schedule(steps: int, warmup: float) -> Any:
+def warmup_schedule(steps: int, warmup: float) -> Any:
+    """The learning-rate factor of each step: a linear warm-up over ``warmup`` x ``steps``
+    steps, then a linear decay to zero (for ``torch.optim.lr_scheduler.LambdaLR``)."""
     ramp = max(1, round(warmup * steps))
 
     def factor(step: int) -> float:
@@ -235,7 +238,9 @@ def fine_tune(model: Any, pairs: Sequence[Pair], recipe: Recipe = Recipe()) -> d
         random.Random(recipe.seed + epoch).shuffle(order)
         plan += batches(order, recipe.batch)
     optimiser = torch.optim.AdamW(model.parameters(), lr=recipe.learning_rate)
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimiser, _schedule(len(plan), recipe.warmup))
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimiser, warmup_schedule(len(plan), recipe.warmup)
+    )
     model.max_seq_length = recipe.max_seq_length
     model.train()
     started, losses = time.perf_counter(), []

@@ -63,6 +63,7 @@ from toolsearch.backend import Hit
 from toolsearch.backends.calibration import CALIBRATED_MIN_SIMILARITY
 from toolsearch.backends.embedding import DEFAULT_FIELDS, DEFAULT_MAX_WORDS, default_cache_dir
 from toolsearch.backends.encoders import TUNED_MODEL, model_fingerprint
+from toolsearch.backends.fine_tuning import warmup_schedule
 from toolsearch.backends.tool_text import tool_text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,7 +78,6 @@ MIX_GRID = (0.25, 0.5, 0.75, 1.0)
 #: Candidates whose best probability decides abstention.
 ABSTAIN_TOP = (1, 3, 10)
 THRESHOLD_GRID = tuple(round(0.02 * i, 2) for i in range(1, 50))
-MEASURED = ("recall@5", "hit@1", "ndcg@10")
 
 
 @dataclass(frozen=True)
@@ -178,10 +178,8 @@ def train(train_examples: Sequence[Example], out: Path) -> dict[str, Any]:
     order = list(train_examples)
     plan = [b for epoch in range(RECIPE.epochs) for b in bucketed(order, RECIPE.seed + epoch)]
     optimiser = torch.optim.AdamW(model.parameters(), lr=RECIPE.learning_rate)
-    ramp = max(1, round(RECIPE.warmup * len(plan)))
     schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimiser,
-        lambda s: (s + 1) / ramp if s < ramp else max(0.0, (len(plan) - s) / (len(plan) - ramp)),
+        optimiser, warmup_schedule(len(plan), RECIPE.warmup)
     )
     loss_of = torch.nn.BCEWithLogitsLoss()
     model.train()
