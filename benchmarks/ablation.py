@@ -432,12 +432,19 @@ def abstention_effect(
         qid: (list(hits) if top_similarity(data, qid) >= threshold else [])
         for qid, hits in ranked.items()
     }
+    return refusal_cost(data, ranked, kept)
+
+
+def refusal_cost(
+    data: Data, ranked: Mapping[str, Sequence[Hit]], kept: Mapping[str, Sequence[Hit]]
+) -> dict[str, float]:
+    """recall@5 lost on positives when ``ranked`` becomes ``kept`` (some queries refused) and,
+    where there are negatives, the share of them still offered a tool."""
     before, after = scores(data, ranked)["all"], scores(data, kept)["all"]
     negatives = [q.id for q in data.sample.queries if data.is_negative(q.id)]
-    fpr = sum(1 for q in negatives if kept[q]) / len(negatives) if negatives else None
     out = {"recall@5_cost": round(before["recall@5"] - after["recall@5"], 4)}
-    if fpr is not None:
-        out["false_positive_rate"] = round(fpr, 4)
+    if negatives:
+        out["false_positive_rate"] = round(sum(1 for q in negatives if kept[q]) / len(negatives), 4)
     return out
 
 

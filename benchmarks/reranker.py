@@ -50,6 +50,7 @@ from ablation import (
     load_data,
     log,
     rank,
+    refusal_cost,
     replay_script,
     scores,
     shipped_variant,
@@ -303,18 +304,6 @@ def abstained(
     }
 
 
-def abstention_cost(
-    data: Data, ranked: Mapping[str, Sequence[Hit]], kept: Mapping[str, Sequence[Hit]]
-) -> dict[str, float]:
-    """recall@5 lost on positives and, where there are negatives, the share offered a tool."""
-    before, after = scores(data, ranked)["all"], scores(data, kept)["all"]
-    out = {"recall@5_cost": round(before["recall@5"] - after["recall@5"], 4)}
-    negatives = [q.id for q in data.sample.queries if data.is_negative(q.id)]
-    if negatives:
-        out["false_positive_rate"] = round(sum(1 for q in negatives if kept[q]) / len(negatives), 4)
-    return out
-
-
 # --------------------------------------------------------------------------- choosing
 
 
@@ -329,7 +318,7 @@ def choose_threshold(
     best = 0.0
     for threshold in THRESHOLD_GRID:
         costs = [
-            abstention_cost(dev[d], ranked[d], abstained(ranked[d], probs[d], top, threshold))
+            refusal_cost(dev[d], ranked[d], abstained(ranked[d], probs[d], top, threshold))
             for d in dev
         ]
         if max(c["recall@5_cost"] for c in costs) <= ABSTAIN_MAX_COST:
@@ -355,7 +344,7 @@ def dev_choices(cache: Path) -> dict[str, Any]:
     thresholds = {top: choose_threshold(dev, ranked, probs, top) for top in ABSTAIN_TOP}
     negatives = "mcp-workbench"
     dev_curve = {
-        str(t): abstention_cost(
+        str(t): refusal_cost(
             dev[negatives], ranked[negatives], abstained(ranked[negatives], probs[negatives], 3, t)
         )
         for t in THRESHOLD_GRID[::5]
@@ -393,7 +382,7 @@ def test_effects(
                 "reranked"
             ],
             "abstention": {
-                top: abstention_cost(data, ranked, abstained(ranked, probs, int(top), t))
+                top: refusal_cost(data, ranked, abstained(ranked, probs, int(top), t))
                 for top, t in thresholds.items()
             },
             "cosine_abstention": abstention_effect(data, ranked, cosine),
