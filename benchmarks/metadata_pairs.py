@@ -45,6 +45,7 @@ from tuned_models import (
     LIMIT,
     PUBLIC_MCP,
     RECIPE,
+    SEEDS,
     base_path,
     cached_model,
     described,
@@ -72,8 +73,6 @@ OWN_MODEL = "fold + own descriptions"
 GROUPS = ("all", "keywords", "request", "hard", "task")
 #: The two trainings compared on every dataset.
 WITHOUT, WITH = "without", "with public MCP descriptions"
-#: Training seeds of the shipped recipe: the first is the shipped model's.
-SEEDS = (RECIPE.seed, RECIPE.seed + 1)
 METRICS = ("ndcg@10", "recall@5", "hit@1")
 
 

@@ -53,6 +53,9 @@ from toolsearch.dataset import Dataset, Query
 RECIPE = Recipe()
 #: Dev queries per dataset, as in every quality benchmark.
 LIMIT = 1000
+#: Training seeds where a result is read across trainings: the first is the recipe's (the
+#: shipped model's); retraining at the second shows how far a seed alone moves a score.
+SEEDS = (RECIPE.seed, RECIPE.seed + 1)
 #: Public MCP catalogues whose description pairs (no benchmark's requests in them) may be added
 #: to a model's training (docs/retrieval.md, "Pairs from tool metadata").
 PUBLIC_MCP: tuple[str, ...] = ("mcp-docker-catalog", "mcp-github-catalog")

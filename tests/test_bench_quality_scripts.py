@@ -159,6 +159,9 @@ def test_fine_tune_table_has_each_fold_left_out_once() -> None:
     assert (
         f"| mcp-workbench `task` | {data['shipped']['mcp-workbench']['task']['queries']} |" in table
     )
+    seeds = fine_tune.SEEDS
+    for fold in data["folds"]:  # every fold left out at every training seed
+        assert all(f"| {fold} | {seed} | " in table for seed in seeds)
 
 
 def test_the_current_setting_stays_unless_beaten_by_more_than_the_margin() -> None:
