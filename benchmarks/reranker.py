@@ -135,9 +135,9 @@ def _torch() -> Any:
     return torch
 
 
-def load_cross_encoder(path: Path, fresh: bool = False) -> tuple[Any, Any]:
-    """The tokenizer and one-logit model at ``path`` (a new head on the base model when
-    ``fresh``)."""
+def load_cross_encoder(path: Path) -> tuple[Any, Any]:
+    """The tokenizer and one-logit model at ``path`` (on the base model, a new, untrained
+    head)."""
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
@@ -175,7 +175,7 @@ def train(train_examples: Sequence[Example], out: Path) -> dict[str, Any]:
     """A cross-encoder trained on ``train_examples`` by :data:`RECIPE`, saved to ``out``."""
     torch = _torch()
     torch.manual_seed(RECIPE.seed)
-    tokenizer, model = load_cross_encoder(base_path(), fresh=True)
+    tokenizer, model = load_cross_encoder(base_path())
     order = list(train_examples)
     plan = [b for epoch in range(RECIPE.epochs) for b in bucketed(order, RECIPE.seed + epoch)]
     optimiser = torch.optim.AdamW(model.parameters(), lr=RECIPE.learning_rate)

@@ -9,14 +9,14 @@ the rankings, so every step's best tool reaches the first few results.
 ("1.", "2)", "-", "Step 3:"; dropped, so a numbered list's markers never count as steps),
 "then", "after that", and at "and" between two clauses of at least :data:`MIN_CLAUSE_WORDS`
 words each (not at bare commas, which mostly separate adjectives and list items of one
-request); a request shorter
-than :data:`MIN_SPLIT_WORDS` words, or with no such boundary, is one step (short queries are
-never changed). :func:`merge_steps` keeps the steps that are at least as *confident* as the
-whole request (their best raw similarity is no lower: a step that finds nothing better than the
-whole request is an elaboration, not a new need), then puts the whole request's first
-:data:`LEAD` hits first and interleaves the rest of it with the kept steps' rankings round-robin
-(:func:`merge_round_robin`), each tool once. The same merge, ungated, serves callers that pass
-several queries at once (:meth:`ToolSearch.search_many`). Measurements: ``docs/retrieval.md``.
+request); a request shorter than :data:`MIN_SPLIT_WORDS` words, or with no such boundary, is
+one step (short queries are never changed). :func:`merge_steps` keeps the steps that are at
+least as *confident* as the whole request (their best raw similarity is no lower: a step that
+finds nothing better than the whole request is an elaboration, not a new need), then puts the
+whole request's first :data:`LEAD` hits first and interleaves the rest of it with the kept
+steps' rankings round-robin (:func:`merge_round_robin`), each tool once. The same merge,
+ungated, serves callers that pass several queries at once (:meth:`ToolSearch.search_many`).
+Measurements: ``docs/retrieval.md``.
 """
 
 from __future__ import annotations
