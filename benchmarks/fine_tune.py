@@ -109,6 +109,11 @@ def shipped_default(sample: Sample, limit: int) -> dict[str, Any]:
         "base": hybrid_ranked(sample, BASE_MODEL, limit),
         "tuned": hybrid_ranked(sample, str(SHIPPED_MODEL_PATH), limit),
     }
+    return by_style(sample, runs)
+
+
+def by_style(sample: Sample, runs: dict[str, dict[str, list[str]]]) -> dict[str, Any]:
+    """:func:`scored` over all of ``sample``'s labelled queries (``all``) and per query style."""
     out = {"all": scored(sample, runs)}
     for style in sorted({q.style for q in sample.queries if q.style and sample.is_positive(q)}):
         part = replace(sample, queries=tuple(q for q in sample.queries if q.style == style))
@@ -219,7 +224,7 @@ def markdown(data: dict[str, Any]) -> str:
             kind = "left out" if dataset == left else "in-domain"
             lines.append(
                 f"| {' + '.join(fold['trained_on'])} | {dataset} | {kind} | "
-                + " | ".join(_cells(got))
+                + " | ".join(cells(got))
                 + " |"
             )
     lines += [
@@ -235,7 +240,7 @@ def markdown(data: dict[str, Any]) -> str:
         "|---|---:|---:|---:|",
     ]
     for left, fold in data["folds"].items():
-        lines.append(f"| {left} | " + " | ".join(_cells(fold["hybrid_left_out"])) + " |")
+        lines.append(f"| {left} | " + " | ".join(cells(fold["hybrid_left_out"])) + " |")
     lines += [
         "",
         "The default hybrid with the shipped model (trained on the dev half of all three; "
@@ -247,7 +252,7 @@ def markdown(data: dict[str, Any]) -> str:
     for dataset, parts in data.get("shipped", {}).items():
         for part, got in parts.items():
             name = dataset if part == "all" else f"{dataset} `{part}`"
-            lines.append(f"| {name} | {got['queries']} | " + " | ".join(_cells(got)) + " |")
+            lines.append(f"| {name} | {got['queries']} | " + " | ".join(cells(got)) + " |")
     lines += _hard_negatives_lines(data.get("hard_negatives", {}))
     return "\n".join(lines + _seed_lines(data.get("seeds", {})))
 
@@ -267,8 +272,8 @@ def _seed_lines(spread: dict[str, dict[str, Any]]) -> list[str]:
     ]
     for left, seeds in spread.items():
         for seed, got in seeds.items():
-            cells = _cells(got["embedding"]) + _cells(got["hybrid"])
-            lines.append(f"| {left} | {seed} | " + " | ".join(cells) + " |")
+            row = cells(got["embedding"]) + cells(got["hybrid"])
+            lines.append(f"| {left} | {seed} | " + " | ".join(row) + " |")
     return lines
 
 
@@ -287,11 +292,11 @@ def _hard_negatives_lines(effect: dict[str, dict[str, Any]]) -> list[str]:
     ]
     for left, splits in effect.items():
         for split, got in splits.items():
-            lines.append(f"| {left} | {split} | " + " | ".join(_cells(got)) + " |")
+            lines.append(f"| {left} | {split} | " + " | ".join(cells(got)) + " |")
     return lines
 
 
-def _cells(got: dict[str, Any]) -> list[str]:
+def cells(got: dict[str, Any]) -> list[str]:
     """``base → tuned`` per metric, ``*`` when significant."""
     cells = []
     for metric in METRICS:

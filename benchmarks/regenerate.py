@@ -130,6 +130,11 @@ REGISTRY: tuple[Result, ...] = (
         {"fine_tune": script_table("fine_tune")},
     ),
     Result(
+        "training_passes",
+        "python benchmarks/training_passes.py --out benchmarks/results/training_passes.json",
+        {"training_passes": script_table("training_passes")},
+    ),
+    Result(
         "metadata_pairs",
         "python benchmarks/metadata_pairs.py --out benchmarks/results/metadata_pairs.json",
         {"metadata_pairs": script_table("metadata_pairs")},

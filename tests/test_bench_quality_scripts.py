@@ -322,3 +322,38 @@ def test_reranker_table_has_every_dataset_setting_and_rule() -> None:
     rules = len(results["thresholds"]) + 1  # and the default's cosine threshold
     assert len(rows) == 3 + datasets + 2 * datasets + rules  # three header rows
     assert all(f"| {name} |" in table for name in results["default_dev_ndcg@10"])
+
+
+def _dev_fold(before: float, after: float, significant: bool) -> dict[str, object]:
+    got = {
+        "base": {"ndcg@10": before},
+        "tuned": {"ndcg@10": after},
+        "significant": {"ndcg@10": significant},
+    }
+    return {"dev": {"hybrid": {"all": got}}}
+
+
+def test_more_passes_need_a_higher_dev_mean_and_no_significant_dev_loss() -> None:
+    decision = _script("training_passes").decision
+    rises = {"a": _dev_fold(0.70, 0.72, True), "b": _dev_fold(0.80, 0.80, False)}
+    assert decision(rises)["more_passes"] is True
+    assert decision(rises)["dev_mean_ndcg@10"] == {"1": 0.75, "2": 0.76}
+    # a higher mean that hides a significant loss on one dataset is refused, and named
+    hidden = {"a": _dev_fold(0.70, 0.76, True), "b": _dev_fold(0.80, 0.78, True)}
+    assert decision(hidden)["more_passes"] is False
+    assert decision(hidden)["dev_significant_losses"] == ["b"]
+    # a tie keeps the recipe's single pass
+    assert decision({"a": _dev_fold(0.70, 0.70, False)})["more_passes"] is False
+
+
+def test_training_passes_table_has_every_fold_split_and_ranking() -> None:
+    script = _script("training_passes")
+    results = json.loads((RESULTS / "training_passes.json").read_text(encoding="utf-8"))
+    table = script.markdown(results)
+    for dataset in _script("member_runs").DATASETS:
+        for split in ("dev", "test"):
+            for ranking in ("hybrid", "embedding"):
+                assert f"| {dataset} | {split} | {ranking} | " in table
+    for split in ("dev", "test"):
+        assert f"| mcp-workbench | {split}+{script.LARGE_TOOLS} | hybrid `task` | " in table
+    assert results["decision"] == script.decision(results["folds"])
