@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -305,16 +306,28 @@ def cells(got: dict[str, Any]) -> list[str]:
     return cells
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def training_script(
+    argv: list[str] | None,
+    doc: str,
+    out: Path,
+    measure: Callable[[int], dict[str, Any]],
+    render: Callable[[dict[str, Any]], str],
+) -> int:
+    """The command line of a script that trains and scores models (``--limit``, ``--out``):
+    ``measure(limit)`` written as JSON to ``--out``, then ``render``-ed."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--limit", type=int, default=LIMIT, help="queries per split (1000)")
-    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--out", type=Path, default=out)
     args = parser.parse_args(argv)
     result = measure(args.limit)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    print(markdown(result))
+    print(render(result))
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return training_script(argv, __doc__ or "", OUT, measure, markdown)
 
 
 if __name__ == "__main__":

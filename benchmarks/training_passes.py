@@ -23,7 +23,6 @@ public datasets (``../shared/datasets``).
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from dataclasses import replace
@@ -33,7 +32,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from distractors import samples as distractor_samples
-from fine_tune import LIMIT, by_style, cells, hybrid_ranked, ranked
+from fine_tune import LIMIT, by_style, cells, hybrid_ranked, ranked, training_script
 from member_runs import DATASETS, Sample, load_sample
 from tuned_models import RECIPE, fold_model
 
@@ -71,6 +70,7 @@ def compared(sample: Sample, paths: dict[int, Path], limit: int, *, dense: bool)
 
 
 def measure(limit: int = LIMIT) -> dict[str, Any]:
+    """Both passes' fold models on each left-out dataset (training them unless cached)."""
     folds: dict[str, Any] = {}
     for left in DATASETS:
         paths = fold_paths(left, limit)
@@ -158,15 +158,7 @@ def markdown(data: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--limit", type=int, default=LIMIT, help="queries per split (1000)")
-    parser.add_argument("--out", type=Path, default=OUT)
-    args = parser.parse_args(argv)
-    result = measure(args.limit)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    print(markdown(result))
-    return 0
+    return training_script(argv, __doc__ or "", OUT, measure, markdown)
 
 
 if __name__ == "__main__":
