@@ -299,11 +299,11 @@ def _hard_negatives_lines(effect: dict[str, dict[str, Any]]) -> list[str]:
 
 def cells(got: dict[str, Any]) -> list[str]:
     """``base → tuned`` per metric, ``*`` when significant."""
-    cells = []
+    out = []
     for metric in METRICS:
         star = "*" if got["significant"].get(metric) else ""
-        cells.append(f"{got['base'][metric]:.3f} → {got['tuned'][metric]:.3f}{star}")
-    return cells
+        out.append(f"{got['base'][metric]:.3f} → {got['tuned'][metric]:.3f}{star}")
+    return out
 
 
 def training_script(

@@ -16,9 +16,9 @@ the hybrid only. Paired two-sided t-tests (ranx, p < 0.05) compare the two on th
 
 The rule, fixed before the run: the recipe would take two passes only if the default hybrid's
 mean left-out dev ndcg@10 rose with no significant loss on any left-out dev split, and the test
-splits then agreed. The fold models take 8-10 minutes (one pass) and 15-19 minutes (two) each
-on two cores, cached like ``fine_tune.py``'s. Needs the ``embedding`` extra (PyTorch) and the
-public datasets (``../shared/datasets``).
+splits then agreed. A fold model takes 8-12 minutes a pass on two cores; both are cached like
+``fine_tune.py``'s. Needs the ``embedding`` extra (PyTorch) and the public datasets
+(``../shared/datasets``).
 """
 
 from __future__ import annotations
