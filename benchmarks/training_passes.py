@@ -152,7 +152,7 @@ def markdown(data: dict[str, Any]) -> str:
         f"left-out dev ndcg@10 of the default hybrid: {means[str(first)]:.4f} ({first} pass) "
         f"against {means[str(second)]:.4f} ({second}); significant dev losses: "
         f"{', '.join(chosen['dev_significant_losses']) or 'none'}; two passes "
-        f"{'meet' if chosen['more_passes'] else 'do not meet'} its dev part.",
+        f"{'meet' if chosen['more_passes'] else 'do not meet'} the rule's dev part.",
     ]
     return "\n".join(lines)
 
