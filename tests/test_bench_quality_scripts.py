@@ -324,36 +324,71 @@ def test_reranker_table_has_every_dataset_setting_and_rule() -> None:
     assert all(f"| {name} |" in table for name in results["default_dev_ndcg@10"])
 
 
-def _dev_fold(before: float, after: float, significant: bool) -> dict[str, object]:
-    got = {
-        "base": {"ndcg@10": before},
-        "tuned": {"ndcg@10": after},
-        "significant": {"ndcg@10": significant},
-    }
-    return {"dev": {"hybrid": {"all": got}}}
+def _fold(
+    before: float, after: float, significant: bool, test: float | None = None
+) -> dict[str, object]:
+    """A fold's default-hybrid scores at one and two passes; the test split moves as the dev
+    split unless ``test`` (its two-pass score, significant) is given."""
+
+    def scored(after: float, significant: bool) -> dict[str, object]:
+        got = {
+            "base": {"ndcg@10": before},
+            "tuned": {"ndcg@10": after},
+            "significant": {"ndcg@10": significant},
+        }
+        return {"hybrid": {"all": got}}
+
+    moved = scored(after, significant) if test is None else scored(test, True)
+    return {"dev": scored(after, significant), "test": moved}
 
 
 def test_more_passes_need_a_higher_dev_mean_and_no_significant_dev_loss() -> None:
     decision = _script("training_passes").decision
-    rises = {"a": _dev_fold(0.70, 0.72, True), "b": _dev_fold(0.80, 0.80, False)}
+    rises = {"a": _fold(0.70, 0.72, True), "b": _fold(0.80, 0.80, False)}
     assert decision(rises)["more_passes"] is True
     assert decision(rises)["dev_mean_ndcg@10"] == {"1": 0.75, "2": 0.76}
     # a higher mean that hides a significant loss on one dataset is refused, and named
-    hidden = {"a": _dev_fold(0.70, 0.76, True), "b": _dev_fold(0.80, 0.78, True)}
+    hidden = {"a": _fold(0.70, 0.76, True), "b": _fold(0.80, 0.78, True)}
     assert decision(hidden)["more_passes"] is False
     assert decision(hidden)["dev_significant_losses"] == ["b"]
     # a tie keeps the recipe's single pass
-    assert decision({"a": _dev_fold(0.70, 0.70, False)})["more_passes"] is False
+    assert decision({"a": _fold(0.70, 0.70, False)})["more_passes"] is False
+
+
+def test_the_test_splits_must_agree_with_the_dev_choice() -> None:
+    decision = _script("training_passes").decision
+    assert decision({"a": _fold(0.70, 0.72, True)})["test_agrees"] is True
+    lost = decision({"a": _fold(0.70, 0.72, True, test=0.69), "b": _fold(0.80, 0.80, False)})
+    assert lost["more_passes"] is True
+    assert (lost["test_agrees"], lost["test_significant_losses"]) == (False, ["a"])
+
+
+def test_more_passes_need_the_rule_met_at_every_seed() -> None:
+    script = _script("training_passes")
+    rises, ties = {"a": _fold(0.70, 0.72, True)}, {"a": _fold(0.70, 0.70, False)}
+    disagrees = {"a": _fold(0.70, 0.72, True, test=0.69)}
+    seeds = {s: {"decision": script.decision(f)} for s, f in (("42", rises), ("43", ties))}
+    assert script.across_seeds(seeds) == {"seeds_meeting": ["42"], "more_passes": False}
+    seeds["43"] = {"decision": script.decision(disagrees)}
+    assert script.across_seeds(seeds)["more_passes"] is False
+    both = {seed: {"decision": script.decision(rises)} for seed in ("42", "43")}
+    assert script.across_seeds(both)["more_passes"] is True
 
 
 def test_training_passes_table_has_every_fold_split_and_ranking() -> None:
     script = _script("training_passes")
     results = json.loads((RESULTS / "training_passes.json").read_text(encoding="utf-8"))
     table = script.markdown(results)
-    for dataset in _script("member_runs").DATASETS:
+    seeds = [str(seed) for seed in _script("tuned_models").SEEDS]
+    assert list(results["seeds"]) == seeds
+    for seed in seeds:
+        for dataset in _script("member_runs").DATASETS:
+            for split in ("dev", "test"):
+                for ranking in ("hybrid", "embedding"):
+                    assert f"| {seed} | {dataset} | {split} | {ranking} | " in table
         for split in ("dev", "test"):
-            for ranking in ("hybrid", "embedding"):
-                assert f"| {dataset} | {split} | {ranking} | " in table
-    for split in ("dev", "test"):
-        assert f"| mcp-workbench | {split}+{script.LARGE_TOOLS} | hybrid `task` | " in table
-    assert results["decision"] == script.decision(results["folds"])
+            large = f"{split}+{script.LARGE_TOOLS}"
+            assert f"| {seed} | mcp-workbench | {large} | hybrid `task` | " in table
+        got = results["seeds"][seed]
+        assert got["decision"] == script.decision(got["folds"])
+    assert results["decision"] == script.across_seeds(results["seeds"])
