@@ -232,6 +232,29 @@ def test_description_pairs_key_their_own_cached_models() -> None:
     assert queries and all(not tool.description for tool in made.tools)
 
 
+def test_the_shipped_model_is_installed_from_the_trained_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tuned = _script("tuned_models")
+    trained = tmp_path / "cache" / "all-key"
+    trained.mkdir(parents=True)
+    record = {"datasets": ["a", "b"], "pairs": 10, "recipe": {"epochs": 2, "seed": 42}}
+    (trained / "toolsearch-training.json").write_text(json.dumps(record), encoding="utf-8")
+    (trained / "model.safetensors").write_bytes(b"weights")
+    shipped = tmp_path / "shipped"
+    shipped.mkdir()
+    (shipped / "stale.bin").write_bytes(b"old")
+    asked: list[tuple[object, ...]] = []
+    monkeypatch.setattr(tuned, "cached_model", lambda *a: asked.append(a) or trained)
+    monkeypatch.setattr(tuned, "SHIPPED_MODEL_PATH", shipped)
+    assert tuned.main() == 0
+    assert asked == [(tuned.DATASETS, "all")]
+    assert (shipped / "model.safetensors").read_bytes() == b"weights"
+    assert not (shipped / "stale.bin").exists()
+    card = (shipped / "README.md").read_text(encoding="utf-8")
+    assert "(10 request/tool pairs, 2 passes, seed 42)" in card
+
+
 def test_metadata_pairs_table_has_every_fold_seed_and_dataset() -> None:
     script = _script("metadata_pairs")
     results = json.loads((RESULTS / "metadata_pairs.json").read_text(encoding="utf-8"))
