@@ -184,6 +184,7 @@ def markdown(data: dict[str, Any]) -> str:
 
 
 def _seed_rows(seed: str, folds: dict[str, Any]) -> list[str]:
+    """One seed's table rows: per left-out dataset, split, ranking and query style."""
     rows = []
     for left, fold in folds.items():
         for split, rankings in fold.items():
