@@ -68,7 +68,7 @@ class Recipe:
     batch: int = 32
     learning_rate: float = 2e-5
     warmup: float = 0.1
-    epochs: int = 1
+    epochs: int = 2
     max_seq_length: int = 128
     seed: int = 42
     threads: int = 2

@@ -18,7 +18,7 @@ Members are loaded through :func:`toolsearch.registry.load_backend`, so a third-
 can be fused like a built-in one. A member's name is the registered backend it runs, unless its
 options name one (``member_options = {words = {backend = "bm25"}}``): the same backend can then
 be a member twice with different options. The defaults — :data:`DEFAULT_MEMBERS` (embedding
-0.65, bm25 0.2, bm25_unstemmed 0.15), :data:`DEFAULT_MEMBER_OPTIONS` (bm25 with stemming and
+0.7, bm25 0.171, bm25_unstemmed 0.129), :data:`DEFAULT_MEMBER_OPTIONS` (bm25 with stemming and
 stop-words, bm25_unstemmed on the words as written, the embedding member's int8 export),
 :data:`DEFAULT_NAME_WEIGHT` — are what
 ``benchmarks/ablation.py`` measured best on the dev splits of mcp-workbench, MetaTool and BFCL;
@@ -69,7 +69,12 @@ __all__ = [
 ]
 
 #: Members and weights used when none are configured (measured, see the module docstring).
-DEFAULT_MEMBERS: Mapping[str, float] = {"embedding": 0.65, "bm25": 0.2, "bm25_unstemmed": 0.15}
+#: The lexical 0.3 is split 4 : 3 between stemmed and unstemmed bm25, as it was measured.
+DEFAULT_MEMBERS: Mapping[str, float] = {
+    "embedding": 0.7,
+    "bm25": 0.3 * 4 / 7,
+    "bm25_unstemmed": 0.3 * 3 / 7,
+}
 #: Options a member starts from (``member_options`` updates them; ``precision = "fp32"`` or
 #: ``stem = false`` undoes one): bm25 stems and drops stop-words; bm25_unstemmed is the bm25
 #: backend on the words as written (an exact word form counts twice: in both lexical members),
@@ -87,7 +92,7 @@ FUSIONS: tuple[str, ...] = ("convex", "rrf")
 DEFAULT_FUSION = "convex"
 #: Weight of the name-match feature in convex fusion (chosen on dev splits, each scored with
 #: the fold of the default model that never saw it, ``docs/retrieval.md``).
-DEFAULT_NAME_WEIGHT = 0.2
+DEFAULT_NAME_WEIGHT = 0.1
 #: What a tool gains in convex fusion when the query says every word of its own name (two
 #: words or more): about a close lead between two fused scores. Chosen on dev between 0, 0.1
 #: and a tier of 1.0, which lowered keywords hit@1 and BFCL (``docs/retrieval.md``).

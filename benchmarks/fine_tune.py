@@ -16,11 +16,12 @@ model as its embedding member and once with the fold's model. The fold models ar
 Training is the field's standard recipe for retrieval fine-tuning, not tuned:
 sentence-transformers' MultipleNegativesRankingLoss written out (each request against every
 tool text of its batch, cosine x 20, cross-entropy; no tool twice in a batch), batches of 32
-pairs, AdamW at 2e-5 with 10 % linear warm-up then linear decay, one pass, texts cut at 128
-word pieces, seed 42, two CPU threads; and one mined hard negative per pair
+pairs, AdamW at 2e-5 with 10 % linear warm-up then linear decay, two passes
+(``training_passes.py``), texts cut at 128 word pieces, seed 42, two CPU threads; and one
+mined hard negative per pair
 (NV-Retriever's positive-aware mining at its published 95 % margin,
 :func:`toolsearch.backends.fine_tuning.mine_hard_negatives`), kept because it lifted the
-left-out datasets' dev splits (docs/retrieval.md). One pass over about 2,300 pairs takes
+left-out datasets' dev splits (docs/retrieval.md). A pass over about 2,300 pairs takes
 six to ten minutes on two cores. Needs the ``embedding`` extra (PyTorch) and the public
 datasets (``../shared/datasets``).
 """

@@ -256,12 +256,16 @@ def test_requires_and_extra_describe_the_default_members() -> None:
 def test_default_is_convex_fusion_with_name_match_and_multistep() -> None:
     hybrid = _hybrid()
     params = hybrid.params()
-    assert params["fusion"] == "convex" and params["name_weight"] == 0.2
+    assert params["fusion"] == "convex" and params["name_weight"] == 0.1
     assert params["exact_name_bonus"] == 0.1 and params["server_bonus"] == 0.2
     assert params["server_support"] == 0.5 and hybrid.fuser.server_support == 0.5
     assert params["normalise"] == {"keyword": "max", "embedding": "minmax"}
     assert params["multistep"] is True  # gated per-step search of long requests
-    assert DEFAULT_MEMBERS == {"embedding": 0.65, "bm25": 0.2, "bm25_unstemmed": 0.15}
+    assert DEFAULT_MEMBERS["embedding"] == 0.7
+    # the lexical 0.3 split 4 : 3 between stemmed and unstemmed bm25
+    assert DEFAULT_MEMBERS["bm25"] == pytest.approx(6 / 35)
+    assert DEFAULT_MEMBERS["bm25_unstemmed"] == pytest.approx(9 / 70)
+    assert set(DEFAULT_MEMBERS) == {"embedding", "bm25", "bm25_unstemmed"}
     assert DEFAULT_MEMBER_OPTIONS["bm25"] == {"stem": True, "stopwords": True}
     assert DEFAULT_MEMBER_OPTIONS["bm25_unstemmed"] == {"backend": "bm25", "stem": False}
     assert params["member_backends"] == {"keyword": "keyword", "embedding": "embedding"}

@@ -157,7 +157,7 @@ def test_convex_fusion_is_the_default_hybrids() -> None:
     query = parse_query("create a github pull request")
     fused = fuse(lexical, dense, query)
     hybrid = fuser("convex")
-    assert hybrid.weights == {"embedding": 0.65, "lexical": pytest.approx(0.35)}
+    assert hybrid.weights == {"embedding": 0.7, "lexical": pytest.approx(0.3)}
     assert hybrid.name_weight == DEFAULT_NAME_WEIGHT
     assert hybrid.exact_name_bonus == DEFAULT_EXACT_NAME_BONUS
     assert hybrid.server_bonus == DEFAULT_SERVER_BONUS
@@ -166,7 +166,7 @@ def test_convex_fusion_is_the_default_hybrids() -> None:
     plain = Fuser(hybrid.weights, "convex", hybrid.methods).fuse(
         query, {"lexical": lexical, "embedding": dense}, {}
     )
-    assert plain["mcp__github__list_issues"] == pytest.approx(0.35 * (0.01 + 0.99 * 0.25) + 0.65)
+    assert plain["mcp__github__list_issues"] == pytest.approx(0.3 * (0.01 + 0.99 * 0.25) + 0.7)
     assert fused["mcp__github__create_pull_request"] > fused["mcp__github__list_issues"]
     with pytest.raises(ConfigError, match="fusion must be one of"):
         fuser("mean")

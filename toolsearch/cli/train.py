@@ -5,9 +5,11 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from toolsearch.backends.fine_tuning import Recipe
 from toolsearch.cli._scope import positive_int
 from toolsearch.errors import ConfigError
 
@@ -60,7 +62,10 @@ def register(subparsers: Any) -> None:
         help="fine-tune the whole embedding model instead; --out is then a folder for it",
     )
     parser.add_argument(
-        "--epochs", type=positive_int, default=None, help="passes over the queries with --full (1)"
+        "--epochs",
+        type=positive_int,
+        default=None,
+        help=f"passes over the queries with --full ({Recipe.epochs})",
     )
     parser.add_argument(
         "--metadata",
@@ -154,7 +159,6 @@ def _fine_tune(
     """``--full``: fine-tune the backend's model on the labelled queries and save it to ``out``."""
     from toolsearch.backends.encoders import DEFAULT_MODEL, resolve_model_path
     from toolsearch.backends.fine_tuning import (
-        Recipe,
         fine_tune,
         load_trainable,
         recipe_pairs,
@@ -168,7 +172,9 @@ def _fine_tune(
             f"embedding model {model_ref!r} is not a local folder; fine-tuning needs its files "
             "on disk (toolsearch never downloads models)"
         )
-    recipe = Recipe(seed=args.seed, epochs=args.epochs or 1, hard_negatives=args.hard_negatives)
+    recipe = Recipe(seed=args.seed, hard_negatives=args.hard_negatives)
+    if args.epochs is not None:
+        recipe = replace(recipe, epochs=args.epochs)
     model = load_trainable(path, recipe)
     pairs = recipe_pairs(model, labelled, backend.fields, backend.max_words, recipe)
     info = fine_tune(model, pairs, recipe)
