@@ -325,7 +325,12 @@ def incumbent() -> tuple[float, float]:
 
 def shipped_variant() -> Variant:
     """The default exactly as the hybrid ships it (its current weights and server settings)."""
-    chosen = variants(*incumbent(), DEFAULT_SERVER_BONUS, DEFAULT_SERVER_SUPPORT)
+    return default_at(*incumbent())
+
+
+def default_at(embedding: float, name_weight: float) -> Variant:
+    """The default with these embedding and name weights and the hybrid's server settings."""
+    chosen = variants(embedding, name_weight, DEFAULT_SERVER_BONUS, DEFAULT_SERVER_SUPPORT)
     return next(v for v in chosen if v.name == DEFAULT_VARIANT)
 
 
