@@ -21,7 +21,8 @@ pairs, AdamW at 2e-5 with 10 % linear warm-up then linear decay, two passes
 mined hard negative per pair
 (NV-Retriever's positive-aware mining at its published 95 % margin,
 :func:`toolsearch.backends.fine_tuning.mine_hard_negatives`), kept because it lifted the
-left-out datasets' dev splits (docs/retrieval.md). A pass over about 2,300 pairs takes
+left-out datasets' dev splits with one pass and still lifts their mean with two
+(docs/retrieval.md). A pass over about 2,300 pairs takes
 six to ten minutes on two cores. Needs the ``embedding`` extra (PyTorch) and the public
 datasets (``../shared/datasets``).
 """
