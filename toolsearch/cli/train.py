@@ -9,7 +9,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from toolsearch.backends.fine_tuning import Recipe
 from toolsearch.cli._scope import positive_int
 from toolsearch.errors import ConfigError
 
@@ -65,7 +64,7 @@ def register(subparsers: Any) -> None:
         "--epochs",
         type=positive_int,
         default=None,
-        help=f"passes over the queries with --full ({Recipe.epochs})",
+        help="passes over the queries with --full (default: the recipe's, Recipe.epochs)",
     )
     parser.add_argument(
         "--metadata",
@@ -159,6 +158,7 @@ def _fine_tune(
     """``--full``: fine-tune the backend's model on the labelled queries and save it to ``out``."""
     from toolsearch.backends.encoders import DEFAULT_MODEL, resolve_model_path
     from toolsearch.backends.fine_tuning import (
+        Recipe,
         fine_tune,
         load_trainable,
         recipe_pairs,
