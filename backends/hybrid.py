@@ -272,7 +272,8 @@ class HybridBackend(BaseBackend):
     ``server_support``: the share of its server's best score each tool gains (0 turns it off).
     ``multistep``: search each step
     of a multi-clause request and merge (:mod:`toolsearch.multistep`); ``step_depth``: hits
-    each member contributes to a step (at least the requested ``k``). ``min_member_score``:
+    each member contributes to a step, whatever ``k`` is asked for (the first hits are the
+    same for any ``k`` up to ``depth``). ``min_member_score``:
     ``{member: score}``; no hits ("no tool fits") when every listed member's best raw score is
     below its threshold (``docs/retrieval.md``); by default the calibrated threshold of the
     embedding member's model (:mod:`toolsearch.backends.calibration`); ``{}`` turns it off.
@@ -482,9 +483,10 @@ class HybridBackend(BaseBackend):
             if not parsed:  # a one-step request is the whole ranking
                 return self._ranked(query, hits, k)
             # The merge places no hit from deeper than k (+ the lead) of any ranking among its
-            # first k, so the rankings are cut there (module multistep).
-            step_depth = max(self.step_depth, k)
-            steps_ranked = [self._step_ranking(step, step_depth, k) for step in parsed]
+            # first k, so the rankings are cut there (module multistep). A step always ranks
+            # from step_depth hits per member, however many are asked for: scores are
+            # normalised over a member's hits, so more of them would reorder the first ones.
+            steps_ranked = [self._step_ranking(step, self.step_depth, k) for step in parsed]
             return merge_steps(self._ranking(query, hits, k + LEAD), steps_ranked, k)
 
     def _queries_ahead(self, queries: Sequence[ParsedQuery]) -> ExitStack:

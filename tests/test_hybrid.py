@@ -305,6 +305,38 @@ def test_multistep_option_searches_each_step() -> None:
     assert multi.search(short, 3) == single.search(short, 3)
 
 
+def test_asking_for_more_hits_never_reorders_the_first_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Cosines are min-max scaled over the hits a member returns: a step ranked from more hits
+    # when more are asked for would put `ypsilon` (strong in bm25) ahead of `xenon`.
+    text = "alpha beta gamma words here, then delta epsilon zeta words there"
+    first, second = split_steps(text)
+    dense: dict[str, list[Hit]] = {
+        text: [Hit("amber", 0.5), Hit("birch", 0.45), Hit("cedar", 0.4)],
+        first: [Hit("xenon", 0.8), Hit("ypsilon", 0.7), Hit("violet", 0.69), Hit("wheat", 0.1)],
+        second: [Hit("ember", 0.6), Hit("fjord", 0.5)],
+    }
+    lexical = {text: [Hit("amber", 3.0)], first: [Hit("ypsilon", 10.0), Hit("xenon", 2.0)]}
+    names = {hit.name for hits in dense.values() for hit in hits}
+    hybrid = _hybrid(
+        members={"embedding": 1.0, "bm25": 0.5},
+        step_depth=3,
+        server_support=0.0,
+        name_weight=0.0,
+        min_member_score={},
+    )
+    hybrid.index([Tool(name, "A tool.") for name in sorted(names)])
+    for member, script in (("embedding", dense), ("bm25", lexical)):
+        monkeypatch.setattr(
+            hybrid.members[member], "search", lambda q, k, s=script: s.get(q.raw, [])[:k]
+        )
+    longest = [hit.name for hit in hybrid.search(parse_query(text), 20)]
+    assert longest[:4] == ["amber", "birch", "xenon", "ember"]
+    for k in range(1, len(longest) + 1):
+        assert [hit.name for hit in hybrid.search(parse_query(text), k)] == longest[:k]
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [
