@@ -192,6 +192,46 @@ def test_a_beaten_setting_gives_way_to_the_smallest_within_the_margin_of_the_bes
     assert ablation.choose_value(curve, ["b"], 0.3) == 0.0  # not on the grid: the smallest
 
 
+def _ablation_results(ablation: ModuleType, default: float, member: float) -> dict[str, object]:
+    """Test scores where every group of every set scores ``default`` for the default and
+    ``member`` for each member alone; the default as shipped scores ``default`` too."""
+    groups = {"all": 0, "keywords": 0, "hard": 0, "task": 0}
+    metrics = {"recall@5": 0.0, "hit@1": 0.0, "ndcg@10": 0.0}
+
+    def scored(value: float) -> dict[str, dict[str, float]]:
+        return {group: dict.fromkeys(metrics, value) for group in groups}
+
+    test = {v: scored(member) for v in ablation.MEMBER_VARIANTS}
+    test[ablation.DEFAULT_VARIANT] = scored(default)
+    sets = (*ablation.DATASETS, ablation.LARGE)
+    effect = {f"{d}/test": {"recall@5_cost": 0.015} for d in ablation.DATASETS}
+    effect["mcp-workbench/test"]["false_positive_rate"] = 0.5
+    return {
+        "scores": {d: {"test": test} for d in ablation.DATASETS},
+        "shipped": {d: scored(default - (0.04 if d == ablation.LARGE else 0)) for d in sets},
+        "abstention": {"threshold": 0.2, "effect": effect},
+    }
+
+
+def test_the_targets_table_says_which_targets_the_default_meets() -> None:
+    ablation = _script("ablation")
+    rows = ablation.target_rows(_ablation_results(ablation, default=0.96, member=0.9))
+    assert len(rows) == len(ablation.TARGET_FLOORS) + 4
+    met = {what: ok for what, _, _, ok in rows}
+    assert all(met[f"{d} {what}"] for what, d, *_ in ablation.TARGET_FLOORS)  # .96 ≥ every floor
+    assert met["mcp-workbench negatives offered a tool (false-positive rate)"] is False  # .5
+    assert met["recall@5 lost to abstaining (largest over the test splits)"] is True  # .015
+    assert met["mcp-workbench recall@5 lost inside 10,000 tools"] is True  # .04
+    gap = next(row for row in rows if row[0].startswith("largest gap below a member"))
+    assert gap[1] == pytest.approx(-0.06) and gap[3] is True
+    rows = ablation.target_rows(_ablation_results(ablation, default=0.8, member=0.85))
+    gap = next(row for row in rows if row[0].startswith("largest gap below a member"))
+    assert gap[1] == pytest.approx(0.05) and gap[3] is False
+    assert not any(ok for what, _, _, ok in rows if what.endswith("`keywords` hit@1"))
+    table = ablation.markdown_targets_table(_ablation_results(ablation, 0.8, 0.85))
+    assert table.count("| no |") == sum(1 for *_, ok in rows if not ok)
+
+
 def test_ablation_scores_read_groups_of_alternatives_as_the_harness_does() -> None:
     from toolsearch.backend import Hit
     from toolsearch.dataset import Dataset, Query
