@@ -221,7 +221,8 @@ def test_loop_respects_deny_rules_and_agents() -> None:
     loop = loop_for([call("c", "ToolSearch", query="issue")], final_text="ok", agent=agent)
     assert loop.system == "Be brief."
     result = loop.run("go")
-    assert "mcp__github__create_issue" not in result.turns[0].calls[0].result["content"]
+    content = result.turns[0].calls[0].result["content"]
+    assert content == "No matching deferred tools found"  # a list of tool_reference blocks if any
     assert {t.name for t in loop.pool.tools} == {
         "ToolSearch",
         "mcp__slack__read_channel",
