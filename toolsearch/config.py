@@ -26,7 +26,14 @@ A config file looks like (in ``pyproject.toml`` the same keys sit under ``[tool.
     enable_tool_search = "auto:10"
 
 Besides ``backend``, every top-level key must be a table (read with :meth:`Settings.section`);
-a misspelt scalar key is an error rather than silently ignored. A backend whose extra is not
+a misspelt scalar key is an error rather than silently ignored. :func:`check_settings` is the one
+check of a whole configuration (every ``toolsearch`` command runs it first): unknown tables,
+``[backends.<name>]`` tables naming no registered backend, and ``[mode]`` keys and values
+(``enable_tool_search`` must be a recognised value there) are errors naming the file.
+
+``[backends.<name>]`` also configures the hybrid's member named ``<name>`` (``embedding``,
+``bm25``): the hybrid's ``member_options.<name>`` update it key by key
+(:meth:`Settings.build_options`; docs/configuration.md). A backend whose extra is not
 installed fails with the exact ``pip install 'toolsearch[...]'`` line
 (:class:`~toolsearch.errors.MissingExtraError`).
 """
@@ -47,8 +54,12 @@ from toolsearch.errors import ConfigError
 
 __all__ = [
     "DEFAULT_BACKEND_PREFERENCE",
+    "ENABLE_VALUES",
+    "TABLES",
     "Settings",
+    "check_settings",
     "default_backend_name",
+    "is_enable_value",
     "load_settings",
     "resolve_backend",
 ]
@@ -60,6 +71,10 @@ DEFAULT_BACKEND_PREFERENCE: tuple[str, ...] = ("hybrid", "embedding", "fts5", "b
 
 ENV_BACKEND = "TOOLSEARCH_BACKEND"
 ENV_BACKEND_OPTIONS = "TOOLSEARCH_BACKEND_OPTIONS"
+#: The ``ENABLE_TOOL_SEARCH`` values a config file and ``--mode`` accept (case ignored).
+ENABLE_VALUES = ("true", "1", "yes", "on", "false", "0", "no", "off", "auto", "auto:N")
+#: The top-level tables a config file may have besides ``[backends.<name>]``.
+TABLES: tuple[str, ...] = ("mode",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +107,42 @@ class Settings:
     def options_for(self, backend: str) -> dict[str, Any]:
         """Constructor options configured for ``backend``."""
         return dict(self.backend_options.get(backend, {}))
+
+    def build_options(
+        self, backend: str, overrides: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """The options ``backend`` is built with: its configured options, ``overrides`` on
+        top; for the hybrid, each member named after a backend also starts from that
+        backend's ``[backends.<name>]`` options (its ``member_options`` win key by key)."""
+        merged = {**self.options_for(backend), **(overrides or {})}
+        if backend != "hybrid":
+            return merged
+        given = merged.get("member_options") or {}
+        if not isinstance(given, Mapping):
+            return merged  # the hybrid's own check names the mistake
+        members = _hybrid_members(merged.get("members"))
+        filled = dict(given)
+        for member in members:
+            inherited = self.options_for(member)
+            own = given.get(member, {})
+            if not inherited or member == "hybrid" or not isinstance(own, Mapping):
+                continue
+            if own.get("backend", member) == member:
+                filled[member] = {**inherited, **own}
+        if filled != given:
+            merged["member_options"] = filled
+        return merged
+
+
+def _hybrid_members(members: Any) -> list[str]:
+    """The member names the hybrid will have for its ``members`` option."""
+    if members is None:
+        from toolsearch.backends.hybrid import DEFAULT_MEMBERS
+
+        return list(DEFAULT_MEMBERS)
+    if isinstance(members, str):
+        return []
+    return [m for m in members if isinstance(m, str)]
 
 
 def _find_upwards(start: Path, filename: str) -> Path | None:
@@ -214,6 +265,58 @@ def load_settings(cwd: str | Path | None = None, env: Mapping[str, str] | None =
     )
 
 
+def check_settings(settings: Settings) -> None:
+    """The one check of a whole configuration, run before every ``toolsearch`` command.
+
+    Raises :class:`ConfigError` naming the file for a table that is not a setting, a
+    ``[backends.<name>]`` naming no registered backend, or a ``[mode]`` key or value that is
+    wrong (in a file an unrecognised ``enable_tool_search`` is a mistake, not "on").
+    """
+    from toolsearch.registry import available_backends
+
+    for name in settings.sections:
+        if name not in TABLES:
+            raise ConfigError(
+                f"{settings.section_source(name)}: unknown table; tables are "
+                f"[backends.<name>] and {', '.join(f'[{t}]' for t in TABLES)}"
+            )
+    known = available_backends()
+    for name in settings.backend_options:
+        if name not in known:
+            where = ", ".join(settings.option_sources.get(name, ())) or "options"
+            raise ConfigError(
+                f"{where}: [backends.{name}] names no registered backend; "
+                f"registered: {', '.join(known)}"
+            )
+    if settings.section("mode"):
+        _check_mode(settings)
+
+
+def _check_mode(settings: Settings) -> None:
+    """``[mode]`` as :class:`~toolsearch.agent.mode.ModeSettings` reads it, and a recognised
+    ``enable_tool_search``."""
+    from toolsearch.agent.mode import ModeSettings
+
+    ModeSettings.load(settings=settings, env={})
+    value = settings.section("mode").get("enable_tool_search")
+    if isinstance(value, str) and not is_enable_value(value):
+        raise ConfigError(
+            f"{settings.section_source('mode')}: 'enable_tool_search' = {value!r} is not a "
+            f"recognised value; valid: {', '.join(ENABLE_VALUES)} (N a whole percent 0-100)"
+        )
+
+
+def is_enable_value(text: str) -> bool:
+    """Whether ``text`` is an ``ENABLE_TOOL_SEARCH`` value typed on purpose (case ignored):
+    the rule for config files and ``--mode``. The environment variable keeps the reference
+    rule that an unrecognised value means on."""
+    lowered = text.strip().lower()
+    number = lowered.removeprefix("auto:")
+    return lowered in ENABLE_VALUES[:-1] or (
+        lowered.startswith("auto:") and number.isdigit() and int(number) <= 100
+    )
+
+
 def default_backend_name() -> str:
     """The first installed backend of :data:`DEFAULT_BACKEND_PREFERENCE`."""
     from toolsearch.errors import BackendError
@@ -241,8 +344,7 @@ def resolve_backend(
 
     settings = load_settings() if settings is None else settings
     chosen = name or settings.backend or default_backend_name()
-    merged = settings.options_for(chosen)
-    merged.update(options or {})
+    merged = settings.build_options(chosen, options)
     try:
         return load_backend(chosen, **merged)
     except UnknownBackendError as exc:

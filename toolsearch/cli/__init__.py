@@ -2,7 +2,9 @@
 
 Each subcommand lives in its own module with ``register(subparsers)``; the modules named in
 :data:`COMMANDS` are imported lazily enough that a missing optional extra only affects the
-command that needs it. Library errors become one-line messages and exit status 2.
+command that needs it. The configuration is checked once, the same way, before any command
+runs (:func:`toolsearch.config.check_settings`). Library errors become one-line messages and
+exit status 2; Ctrl-C becomes one line and exit status 130 (128 + SIGINT), as shells expect.
 """
 
 from __future__ import annotations
@@ -51,14 +53,30 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: The exit status after Ctrl-C.
+INTERRUPTED = 130
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``toolsearch`` script; returns the exit status."""
+    try:
+        return _run(argv)
+    except KeyboardInterrupt:
+        # whatever was interrupted already lost nothing: a command writes its outputs whole
+        print("toolsearch: interrupted", file=sys.stderr)
+        return INTERRUPTED
+
+
+def _run(argv: Sequence[str] | None) -> int:
+    from toolsearch.config import check_settings, load_settings
+
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
     try:
+        check_settings(load_settings())
         status: int = args.func(args)
     except ToolSearchError as exc:
         print(f"toolsearch {args.command}: error: {exc}", file=sys.stderr)

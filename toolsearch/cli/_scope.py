@@ -9,6 +9,7 @@ import argparse
 from dataclasses import replace
 from typing import Any
 
+from toolsearch.config import ENABLE_VALUES, is_enable_value
 from toolsearch.errors import ConfigError
 from toolsearch.tool import TOOL_SEARCH_NAME, Tool
 
@@ -29,18 +30,13 @@ __all__ = [
 ]
 
 #: The ``ENABLE_TOOL_SEARCH`` values ``--mode`` accepts (case ignored).
-MODE_VALUES = ("true", "1", "yes", "on", "false", "0", "no", "off", "auto", "auto:N")
+MODE_VALUES = ENABLE_VALUES
 
 
 def mode_value(text: str) -> str:
     """``--mode``'s argparse type: a recognised ``ENABLE_TOOL_SEARCH`` value, else an error
-    listing the valid ones. (The environment variable keeps the reference rule that an
-    unrecognised value means on; a value typed on the command line is checked.)"""
-    lowered = text.strip().lower()
-    number = lowered.removeprefix("auto:")
-    if lowered in MODE_VALUES[:-1] or (
-        lowered.startswith("auto:") and number.isdigit() and int(number) <= 100
-    ):
+    listing the valid ones (the rule config files follow, :func:`is_enable_value`)."""
+    if is_enable_value(text):
         return text
     raise argparse.ArgumentTypeError(
         f"invalid mode {text!r}; valid: {', '.join(MODE_VALUES)} (N a whole percent 0-100)"

@@ -339,7 +339,7 @@ def _specs(args: argparse.Namespace, show_bars: bool) -> tuple[list[Any], dict[s
         )
     specs = [
         BackendSpec.registered(
-            name, {**settings.options_for(name), **overrides.get(name, {})}, progress=show_bars
+            name, settings.build_options(name, overrides.get(name)), progress=show_bars
         )
         for name in names
     ]

