@@ -174,3 +174,51 @@ def test_serve_refuses_a_public_address_without_a_token(tmp_path: Any) -> None:
     )
     assert done.returncode == 2
     assert f"needs a bearer token: set {TOKEN_ENV} or pass --token-file FILE" in done.stderr
+
+
+def _own_addresses() -> list[str]:
+    """Addresses of this machine beyond 127.0.0.1: another loopback address, and the one its
+    default route leaves from, when it has one."""
+    import socket
+
+    found = ["127.0.0.2"]
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.123", 9))  # no packet is sent for a UDP connect
+            found.append(probe.getsockname()[0])
+        except OSError:
+            pass
+    return [address for address in found if address != "127.0.0.1"]
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(120)
+async def test_on_every_interface_the_machines_own_addresses_are_allowed_hosts() -> None:
+    async with gateway_on("0.0.0.0", token=TOKEN) as url:
+        port = url.split(":")[2].split("/")[0]
+        local = f"http://127.0.0.1:{port}/mcp"
+        auth = {"authorization": f"Bearer {TOKEN}"}
+        for address in _own_addresses():
+            own = f"{address}:{port}"
+            assert (await post(local, host=own, **auth)).status_code == 200, address
+            allowed = await post(local, host=own, origin=f"http://{own}", **auth)
+            assert allowed.status_code == 200, address
+            wrong_port = await post(local, host=f"{address}:{int(port) + 1}", **auth)
+            assert wrong_port.status_code == 421, address
+        for foreign in ("192.0.2.250", "203.0.113.9", "[2001:db8::1]", "evil.example"):
+            refused = await post(local, host=f"{foreign}:{port}", **auth)
+            assert refused.status_code == 421, foreign
+    async with gateway_on("127.0.0.1") as url:  # on one address only that address counts
+        port = url.split(":")[2].split("/")[0]
+        assert (await post(url, host=f"127.0.0.2:{port}")).status_code == 421
+
+
+def test_a_token_an_http_header_cannot_carry_is_refused_at_start() -> None:
+    unsendable = ("pässwörd-long-enough-0123", "token with a space inside", "tab\tseparated-0123")
+    for token in unsendable:
+        with pytest.raises(ConfigError, match="printable ASCII"):
+            load_token(environ={TOKEN_ENV: token})
+        with pytest.raises(ConfigError, match="printable ASCII"):
+            HttpSecurity.for_address("0.0.0.0", 8000, token=token)
+    security = HttpSecurity.for_address("0.0.0.0", 8000, token=TOKEN)
+    assert security.check({"host": "127.0.0.1:8000", "authorization": f"Bearer {TOKEN}"}) is None

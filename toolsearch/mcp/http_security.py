@@ -6,11 +6,13 @@ localhost and authenticate. :class:`HttpSecurity` holds the rules for one listen
 (docs/security.md, "HTTP gateway"):
 
 - ``Host`` must name the gateway: its own address and port, the loopback names when it listens
-  on loopback, the machine's names when it listens on every interface, plus ``--allow-host``;
+  on loopback, the machine's names and addresses when it listens on every interface (an
+  address is the machine's when a socket can be bound to it), plus ``--allow-host``;
 - ``Origin``, when a browser sends one, must be one of those hosts as ``http://host:port`` or an
   ``--allow-origin`` value;
 - ``Authorization: Bearer <token>`` must carry the token whenever one is configured, and one is
-  required unless the address is loopback. Tokens are compared in constant time.
+  required unless the address is loopback. A token is printable ASCII (what an HTTP header
+  carries unchanged); tokens are compared in constant time, as bytes.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ __all__ = [
     "TOKEN_ENV",
     "HttpSecurity",
     "SecurityMiddleware",
+    "check_token",
     "is_loopback",
     "load_token",
 ]
@@ -39,6 +42,7 @@ __all__ = [
 TOKEN_ENV = "TOOLSEARCH_GATEWAY_TOKEN"
 MIN_TOKEN_LENGTH = 16
 _LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
+_TOKEN_HINT = "e.g. python -c 'import secrets; print(secrets.token_urlsafe())'"
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -73,12 +77,24 @@ def load_token(
         if value is None:
             return None
         token, source = value.strip(), f"${TOKEN_ENV}"
+    check_token(token, source)
+    return token
+
+
+def check_token(token: str, source: str = "the token") -> None:
+    """Refuse (``ConfigError``) a token shorter than :data:`MIN_TOKEN_LENGTH` or with anything
+    but printable ASCII: a header arrives as bytes, so any other character could never match."""
     if len(token) < MIN_TOKEN_LENGTH:
         raise ConfigError(
             f"the bearer token in {source} is {len(token)} characters long; use at least "
-            f"{MIN_TOKEN_LENGTH} (e.g. python -c 'import secrets; print(secrets.token_urlsafe())')"
+            f"{MIN_TOKEN_LENGTH} ({_TOKEN_HINT})"
         )
-    return token
+    bad = next((ch for ch in token if not "!" <= ch <= "~"), None)
+    if bad is not None:
+        raise ConfigError(
+            f"the bearer token in {source} contains {bad!r} (U+{ord(bad):04X}); a token must be "
+            f"printable ASCII without spaces, which is what HTTP headers carry ({_TOKEN_HINT})"
+        )
 
 
 def _with_port(host: str, port: int) -> str:
@@ -88,6 +104,35 @@ def _with_port(host: str, port: int) -> str:
     if host.count(":") > 1:  # a bare IPv6 address
         return f"[{host}]:{port}"
     return host if ":" in host else f"{host}:{port}"
+
+
+def _split_host(host: str) -> tuple[str, str | None]:
+    """``(address or name, port)`` of a Host header value (brackets of IPv6 removed)."""
+    if host.startswith("["):
+        address, _, rest = host[1:].partition("]")
+        return address, rest[1:] if rest.startswith(":") else None
+    if host.count(":") == 1:
+        name, port = host.split(":")
+        return name, port
+    return host, None
+
+
+def is_own_address(text: str) -> bool:
+    """Whether ``text`` is an IP address of this machine: one a socket can be bound to (any
+    interface's, found when asked, so addresses added after start-up count too)."""
+    try:
+        address = ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    if address.is_unspecified or address.is_multicast:
+        return False
+    family = socket.AF_INET6 if address.version == 6 else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_DGRAM) as probe:
+            probe.bind((str(address), 0))
+    except OSError:
+        return False
+    return True
 
 
 def _machine_names() -> set[str]:
@@ -107,6 +152,9 @@ class HttpSecurity:
     allowed_hosts: frozenset[str]
     allowed_origins: frozenset[str]
     token: str | None = None
+    #: Listening on every interface: ``Host`` may also be any address of the machine's.
+    any_own_address: bool = False
+    port: int | None = None
 
     @classmethod
     def for_address(
@@ -119,7 +167,9 @@ class HttpSecurity:
         token: str | None = None,
     ) -> HttpSecurity:
         """The rules for a gateway listening on ``host:port``; refuses (``ConfigError``) a
-        non-loopback address without a token."""
+        non-loopback address without a token, and a token :func:`check_token` refuses."""
+        if token is not None:
+            check_token(token)
         loopback = is_loopback(host)
         if not loopback and token is None:
             raise ConfigError(
@@ -137,21 +187,41 @@ class HttpSecurity:
             hosts.update(h.rsplit(":", 1)[0] for h in list(hosts))
         origins = {f"http://{h}" for h in hosts} | {f"https://{h}" for h in hosts}
         origins.update(o.strip().lower().rstrip("/") for o in allow_origins)
-        return cls(frozenset(hosts), frozenset(origins), token)
+        return cls(frozenset(hosts), frozenset(origins), token, _is_unspecified(host), port)
+
+    def host_allowed(self, host: str) -> bool:
+        """Whether a (lower-case) ``host[:port]`` names this gateway."""
+        if host in self.allowed_hosts:
+            return True
+        if not self.any_own_address:
+            return False
+        address, port = _split_host(host)
+        if port != str(self.port) and not (port is None and self.port == 80):
+            return False
+        return is_own_address(address)
+
+    def origin_allowed(self, origin: str) -> bool:
+        """Whether an ``Origin`` value is one of this gateway's (or an allowed one)."""
+        origin = origin.strip().lower().rstrip("/")
+        if origin in self.allowed_origins:
+            return True
+        scheme, _, host = origin.partition("://")
+        return scheme in ("http", "https") and "/" not in host and self.host_allowed(host)
 
     def check(self, headers: Mapping[str, str]) -> tuple[int, str] | None:
         """``(status, reason)`` when a request with these (lower-case) headers is refused."""
         host = headers.get("host", "").strip().lower()
-        if host not in self.allowed_hosts:
+        if not self.host_allowed(host):
             return 421, f"Host {host!r} is not allowed (allowed: --allow-host)"
         origin = headers.get("origin")
-        if origin is not None and origin.strip().lower().rstrip("/") not in self.allowed_origins:
+        if origin is not None and not self.origin_allowed(origin):
             return 403, f"Origin {origin!r} is not allowed (allowed: --allow-origin)"
         if self.token is not None:
             given = headers.get("authorization", "")
             scheme, _, credential = given.partition(" ")
+            # Header values arrive as bytes (decoded as Latin-1 here): compare those bytes.
             ok = scheme.lower() == "bearer" and hmac.compare_digest(
-                credential.strip().encode("utf-8"), self.token.encode("utf-8")
+                credential.strip().encode("latin-1"), self.token.encode("ascii")
             )
             if not ok:
                 return 401, "missing or wrong bearer token"
