@@ -7,7 +7,14 @@ import os
 from importlib.resources import files
 from pathlib import Path
 
-__all__ = ["BUNDLED_DIR", "bundled_dataset", "bundled_datasets", "shared_datasets_dir"]
+__all__ = [
+    "BUNDLED_DIR",
+    "bundled_dataset",
+    "bundled_datasets",
+    "find_dataset",
+    "named_path",
+    "shared_datasets_dir",
+]
 
 #: The folder the bundled datasets are installed in (the package's own directory).
 BUNDLED_DIR = Path(str(files(__name__)))
@@ -43,3 +50,40 @@ def shared_datasets_dir() -> Path | None:
         if candidate.is_dir():
             return candidate
     return None
+
+
+def find_dataset(name: str) -> Path | None:
+    """The folder a dataset name stands for: a bundled dataset (``"starter"``), else a public
+    set in :func:`shared_datasets_dir` (``"metatool"``); None for anything else, including any
+    text with a path separator."""
+    if not name or "/" in name or os.sep in name or name in {".", ".."}:
+        return None
+    bundled = BUNDLED_DIR / name
+    if (bundled / "tools.jsonl").is_file():
+        return bundled
+    shared = shared_datasets_dir()
+    if shared is not None and (shared / name / "tools.jsonl").is_file():
+        return shared / name
+    return None
+
+
+def named_path(path: str | Path) -> Path:
+    """Where a catalogue or dataset argument points: the path itself when it exists (a path
+    always wins), else the dataset of that name (:func:`find_dataset`), else the path as given
+    (so the caller's error names it). A missing path ending in a dataset's name (a README's
+    ``datasets/starter`` run outside a checkout) is an error that gives the name to use."""
+    from toolsearch.errors import CatalogError
+
+    given = Path(path).expanduser()
+    if given.exists():
+        return given
+    found = find_dataset(str(path))
+    if found is not None:
+        return found
+    if len(given.parts) > 1 and find_dataset(given.name) is not None:
+        raise CatalogError(
+            f"no such file or folder; the dataset {given.name!r} is installed with toolsearch: "
+            f"give its name, {given.name!r}, instead of a path",
+            path=given,
+        )
+    return given

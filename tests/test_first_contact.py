@@ -4,6 +4,7 @@ bundled catalogue names accepted wherever a catalogue is read."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
@@ -150,3 +151,81 @@ def test_ctrl_c_prints_one_line_and_exits_130(tmp_path: Path, argv: list[str]) -
         os.close(writer)
     assert proc.returncode == 130
     assert err.strip() == "toolsearch: interrupted", err
+
+
+def _search_json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
+    assert main(["search", *argv, "--backend", "keyword", "--json"]) == 0
+    data: dict[str, object] = json.loads(capsys.readouterr().out)
+    return data
+
+
+def test_a_query_longer_than_a_command_line_comes_from_a_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    query = "send an email " + "x" * 200_000
+    (tmp_path / "query.txt").write_text(query + "\n", encoding="utf-8")
+    data = _search_json(["--query-file", str(tmp_path / "query.txt"), "--catalog", STARTER], capsys)
+    assert data["query"] == query
+
+
+def test_a_query_comes_from_stdin(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for argv in (["-"], ["--query-file", "-"]):
+        monkeypatch.setattr(sys, "stdin", io.StringIO("slack send message\r\n"))
+        data = _search_json([*argv, "--catalog", STARTER], capsys)
+        assert data["query"] == "slack send message"
+        assert data["matches"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "error"),
+    [
+        ([], "no query"),
+        (["slack", "--query-file", "-"], "not both"),
+        (["--query-file", "/no/such/query.txt"], "cannot read the query from /no/such/query.txt"),
+    ],
+)
+def test_a_missing_or_doubled_query_is_named(
+    capsys: pytest.CaptureFixture[str], argv: list[str], error: str
+) -> None:
+    assert main(["search", *argv, "--catalog", STARTER, "--backend", "keyword"]) == 2
+    assert error in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["starter", "mcp-workbench"])
+def test_an_installed_dataset_is_a_catalogue_by_name_anywhere(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+) -> None:
+    monkeypatch.chdir(tmp_path)  # no datasets/ folder here, as after a wheel install
+    data = _search_json(["send email", "--catalog", name], capsys)
+    assert data["matches"]
+    assert main(["request", "--catalog", name]) == 0
+    assert json.loads(capsys.readouterr().out)["tools"]
+    assert main(["dataset", "validate", name, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)
+
+
+def test_a_path_that_exists_wins_over_a_dataset_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "starter").mkdir()
+    (tmp_path / "starter" / "tools.jsonl").write_text(
+        json.dumps({"name": "local_only_tool", "description": "sends email locally"}) + "\n",
+        encoding="utf-8",
+    )
+    monkeypatch.chdir(tmp_path)
+    data = _search_json(["send email", "--catalog", "starter"], capsys)
+    assert data["total_deferred_tools"] == 1
+
+
+def test_a_checkout_path_outside_the_checkout_names_the_dataset(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    argv = ["search", "send email", "--catalog", "datasets/starter", "--backend", "keyword"]
+    assert main(argv) == 2
+    assert "give its name, 'starter'" in capsys.readouterr().err

@@ -311,9 +311,13 @@ def load_catalog(path: str | Path, *, server: str | None = None) -> list[Tool]:
 
     A folder is a dataset folder (its ``tools.jsonl``); ``*.jsonl`` has one tool per line;
     other files are JSON: an array of tools, or an MCP ``tools/list`` result (an object with a
-    ``tools`` array) whose tools are named for ``server`` (default: the file's stem).
+    ``tools`` array) whose tools are named for ``server`` (default: the file's stem). A name
+    that is no existing path but a dataset's (``"starter"``, ``"mcp-workbench"``) loads that
+    dataset's catalogue.
     """
-    path = Path(path)
+    from toolsearch.datasets import named_path
+
+    path = Path(named_path(path))
     if path.is_dir():
         path = path / "tools.jsonl"
         if not path.is_file():

@@ -380,9 +380,12 @@ def _optional_file(folder: Path, name: str) -> Path:
 
 
 def load_dataset(path: str | Path, *, name: str | None = None) -> Dataset:
-    """Load and cross-check a dataset folder. A catalogue-only folder (no queries) loads with
-    no queries; qrels without queries is an error."""
-    folder = Path(path)
+    """Load and cross-check a dataset folder, or a dataset named as ``load_catalog`` names one.
+    A catalogue-only folder (no queries) loads with no queries; qrels without queries is an
+    error."""
+    from toolsearch.datasets import named_path
+
+    folder = Path(named_path(path))
     if not folder.is_dir():
         raise CatalogError("not a dataset folder (expected a directory)", path=folder)
     tools = load_catalog(folder)

@@ -249,19 +249,15 @@ class BenchResult:
 def resolve_dataset(spec: str | Path) -> Path:
     """A dataset folder from a path, a bundled dataset's name or a public set's name (looked
     up in :func:`toolsearch.datasets.shared_datasets_dir`)."""
-    from toolsearch.datasets import BUNDLED_DIR, bundled_datasets, shared_datasets_dir
+    from toolsearch.datasets import bundled_datasets, find_dataset, shared_datasets_dir
 
     path = Path(spec).expanduser()
     if path.is_dir():
         return path
     text = str(spec)
-    if "/" not in text and os.sep not in text:
-        bundled = Path(BUNDLED_DIR) / text
-        if (bundled / "tools.jsonl").is_file():
-            return bundled
-        shared = shared_datasets_dir()
-        if shared is not None and (Path(shared) / text / "tools.jsonl").is_file():
-            return Path(shared) / text
+    found = find_dataset(text)
+    if found is not None:
+        return Path(found)
     names = [Path(p).name for p in bundled_datasets()]
     shared = shared_datasets_dir()
     if shared is not None:

@@ -14,6 +14,7 @@ from toolsearch.errors import ConfigError
 from toolsearch.tool import TOOL_SEARCH_NAME, Tool
 
 __all__ = [
+    "CATALOG_HELP",
     "MODE_VALUES",
     "add_backend_argument",
     "add_defer_all_argument",
@@ -28,6 +29,12 @@ __all__ = [
     "positive_int",
     "scoped_tools",
 ]
+
+#: What ``--catalog`` takes, in every command's help.
+CATALOG_HELP = (
+    "JSONL/JSON catalogue, dataset folder, or the name of a dataset installed with toolsearch "
+    "(starter, mcp-workbench); a path that exists wins over a name"
+)
 
 #: The ``ENABLE_TOOL_SEARCH`` values ``--mode`` accepts (case ignored).
 MODE_VALUES = ENABLE_VALUES

@@ -20,7 +20,9 @@ def register(subparsers: Any) -> None:
     commands = parser.add_subparsers(dest="dataset_command", metavar="ACTION", required=True)
 
     validate = commands.add_parser("validate", help="load a dataset and summarise it")
-    validate.add_argument("dir", metavar="DIR", help="dataset folder")
+    validate.add_argument(
+        "dir", metavar="DIR", help="dataset folder, or an installed dataset's name (a path wins)"
+    )
     validate.add_argument("--json", action="store_true", help="print one JSON object")
     validate.set_defaults(func=run_validate)
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolsearch.cli._output import console, print_json
 from toolsearch.cli._scope import (
+    CATALOG_HELP,
     add_backend_argument,
     add_defer_all_argument,
     add_mode_arguments,
@@ -91,7 +92,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--catalog",
-        help="catalogue (default: the bundled mcp-workbench catalogue, 495 MCP tools)",
+        help=f"{CATALOG_HELP} (default: mcp-workbench, 495 MCP tools)",
     )
     add_scope_arguments(parser)
     add_provider_argument(parser, help="request shape to render and measure (default: anthropic)")

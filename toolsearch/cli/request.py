@@ -11,6 +11,7 @@ from typing import Any
 
 from toolsearch.cli._output import print_json
 from toolsearch.cli._scope import (
+    CATALOG_HELP,
     add_defer_all_argument,
     add_mode_arguments,
     add_provider_argument,
@@ -31,7 +32,7 @@ def register(subparsers: Any) -> None:
         "built-in), deny rules, an optional subagent and an optional history, and print its "
         "tools, announcement and tool-search decision as JSON.",
     )
-    parser.add_argument("--catalog", required=True, help="JSONL/JSON catalogue or dataset folder")
+    parser.add_argument("--catalog", required=True, help=CATALOG_HELP)
     add_scope_arguments(parser)
     add_provider_argument(parser, help="request shape (default: anthropic)")
     parser.add_argument(

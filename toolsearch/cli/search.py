@@ -1,8 +1,14 @@
-"""``toolsearch search``: run one ToolSearch query against a catalogue."""
+"""``toolsearch search``: run one ToolSearch query against a catalogue.
+
+The query is an argument, or read whole from a file (``--query-file``) or standard input
+(``-``), for queries longer than a command line may be (about 128 KB for one argument on Linux).
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 from typing import Any
 
 from rich.markup import escape
@@ -11,14 +17,16 @@ from rich.table import Table
 from toolsearch.catalog import load_catalog
 from toolsearch.cli._output import console, print_json, shorten
 from toolsearch.cli._scope import (
+    CATALOG_HELP,
     add_backend_argument,
     add_scope_arguments,
     catalogue_as_deferred,
     scoped_tools,
 )
 from toolsearch.engine import DEFAULT_MAX_RESULTS, ToolSearch
+from toolsearch.errors import ConfigError
 
-__all__ = ["register"]
+__all__ = ["read_query", "register"]
 
 
 def register(subparsers: Any) -> None:
@@ -28,8 +36,18 @@ def register(subparsers: Any) -> None:
         description="Run one ToolSearch query. Every catalogue tool counts as deferred unless "
         "the catalogue marks it always_load (or it is a non-MCP tool without should_defer).",
     )
-    parser.add_argument("query", help='the query, e.g. "slack send message" or "select:a,b"')
-    parser.add_argument("--catalog", required=True, help="JSONL/JSON catalogue or dataset folder")
+    parser.add_argument(
+        "query",
+        nargs="?",
+        help='the query, e.g. "slack send message" or "select:a,b"; - reads it from stdin',
+    )
+    parser.add_argument(
+        "--query-file",
+        metavar="PATH",
+        help="read the query from this UTF-8 file instead (- for stdin); one final newline is "
+        "dropped",
+    )
+    parser.add_argument("--catalog", required=True, help=CATALOG_HELP)
     add_backend_argument(parser)
     parser.add_argument(
         "--max-results",
@@ -42,10 +60,28 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
+def read_query(args: argparse.Namespace) -> str:
+    """The query from the argument, ``--query-file`` or stdin (``-``); exactly one of them."""
+    if args.query is None and args.query_file is None:
+        raise ConfigError("no query: give it as an argument or with --query-file PATH (- is stdin)")
+    if args.query is not None and args.query_file is not None:
+        raise ConfigError("give the query as an argument or with --query-file, not both")
+    source = args.query_file if args.query is None else args.query
+    if args.query is not None and source != "-":
+        return str(args.query)
+    try:
+        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        name = "standard input" if source == "-" else source
+        raise ConfigError(f"cannot read the query from {name}: {exc}") from exc
+    return text.removesuffix("\n").removesuffix("\r") if text.endswith("\n") else text
+
+
 def run(args: argparse.Namespace) -> int:
+    query = read_query(args)
     tools = scoped_tools(catalogue_as_deferred(load_catalog(args.catalog)), args)
     engine = ToolSearch(tools, backend=args.backend)
-    result = engine.search(args.query, args.max_results)
+    result = engine.search(query, args.max_results)
     if args.json:
         print_json(result.to_json())
         return 0
@@ -54,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         for line in filter(None, (result.text(), result.not_found_text())):
             out.print(escape(line))
         return 0
-    title = f"{shorten(args.query)!r} — {result.total_deferred_tools} deferred tools"
+    title = f"{shorten(query)!r} — {result.total_deferred_tools} deferred tools"
     table = Table(title=escape(title))
     table.add_column("#", justify="right")
     table.add_column("tool")
