@@ -20,7 +20,7 @@ bundled starter catalogue when those are absent). For every backend and size:
 
 Run it::
 
-    python benchmarks/bench_backends.py --sizes 1000,10000,100000 --out results.json
+    python -m benchmarks.bench_backends --sizes 1000,10000,100000 --out results.json
     pytest benchmarks/bench_backends.py          # pytest-benchmark tables; sizes and backends
                                                  # from TOOLSEARCH_BENCH_SIZES / _BACKENDS
 
@@ -49,11 +49,8 @@ from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from bench_keyword import QUERIES as KEYWORD_QUERIES
-
 import toolsearch
+from benchmarks.bench_keyword import QUERIES as KEYWORD_QUERIES
 from toolsearch.backend import SearchBackend
 from toolsearch.catalog import load_catalog
 from toolsearch.dataset import load_dataset
@@ -457,7 +454,7 @@ def main(argv: list[str] | None = None) -> int:
             "machine": platform.machine(),
             "cpus": os.cpu_count(),
             "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "command": "python benchmarks/bench_backends.py " + " ".join(argv or sys.argv[1:]),
+            "command": "python -m benchmarks.bench_backends " + " ".join(argv or sys.argv[1:]),
             "datasets": datasets_used(),
             "targets": TARGETS,
             "skipped": skipped,

@@ -9,9 +9,9 @@ change, and each query style's recall@5 change, against the regression baseline 
 <= 0.01 on every metric, docs/speed.md).
 
     pytest benchmarks/bench_embedding.py                          # pytest-benchmark tables
-    python benchmarks/bench_embedding.py --tools 10000 --out benchmarks/results/bench_embedding.json
-    python benchmarks/bench_embedding.py --tools 10000 --precision int8
-    python benchmarks/bench_embedding.py --quality --out benchmarks/results/embedding_quality.json
+    python -m benchmarks.bench_embedding --tools 10000 --out benchmarks/results/bench_embedding.json
+    python -m benchmarks.bench_embedding --tools 10000 --precision int8
+    python -m benchmarks.bench_embedding --quality --out benchmarks/results/embedding_quality.json
 
 Queries are the ToolSearch-style phrases of ``bench_keyword.py`` and task descriptions of about
 100 words joined from BFCL/MetaTool requests, each encoded afresh (the query cache is cleared
@@ -39,11 +39,8 @@ from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from bench_backends import catalogue, fresh_cache_dir, task_queries
-from bench_keyword import QUERIES
-
+from benchmarks.bench_backends import catalogue, fresh_cache_dir, task_queries
+from benchmarks.bench_keyword import QUERIES
 from toolsearch.backends import onnx_encoder
 from toolsearch.backends.embedding import EmbeddingBackend, default_cache_dir
 from toolsearch.backends.encoders import check_positive

@@ -3,7 +3,7 @@ transformers' "sdpa" attention (PyTorch's fused kernel, the library's default) a
 "eager" attention (plain matrix products and a softmax, ``onnx_encoder.ATTENTION``), each in
 float32 and int8, timed in one process, taking turns, so both see the same machine.
 
-    python benchmarks/bench_export.py --out benchmarks/results/bench_export.json
+    python -m benchmarks.bench_export --out benchmarks/results/bench_export.json
 
 Per export: the median time to encode one 100-word task description alone and one of its
 steps alone (a batch of one on one thread, ``OnnxEncoder.encode_alone``, as the default's
@@ -17,16 +17,12 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from bench_backends import catalogue, latencies, task_queries
-
+from benchmarks.bench_backends import catalogue, latencies, task_queries
 from toolsearch.backends import onnx_encoder
 from toolsearch.backends.embedding import DEFAULT_FIELDS
 from toolsearch.backends.embedding_cache import normalise

@@ -4,7 +4,7 @@ Both must return identical results, and the indexed backend must be at least
 :data:`MIN_SPEEDUP` times faster over the whole query set; the one-shot run exits 1 otherwise.
 
     pytest benchmarks/bench_keyword.py                      # pytest-benchmark tables
-    python benchmarks/bench_keyword.py --tools 10000        # one-shot comparison, JSON out
+    python -m benchmarks.bench_keyword --tools 10000        # one-shot comparison, JSON out
 """
 
 from __future__ import annotations
@@ -20,10 +20,7 @@ import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
 # the naive transcription of the rules is test code: it lives in tests/, outside the package
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-from keyword_reference import naive_keyword_search
-
+from tests.keyword_reference import naive_keyword_search
 from toolsearch.backends.keyword import KeywordBackend
 from toolsearch.catalog import load_catalog
 from toolsearch.query import parse_query

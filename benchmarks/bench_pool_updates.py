@@ -12,7 +12,7 @@ objects (one description edited). For pools of ``--sizes`` tools spread over ser
 
 Each figure is the median of ``--repeat`` runs. Run it::
 
-    nice -n 10 python benchmarks/bench_pool_updates.py --sizes 10000,100000 \\
+    nice -n 10 python -m benchmarks.bench_pool_updates --sizes 10000,100000 \\
         --out benchmarks/results/bench_pool_updates.json
 """
 

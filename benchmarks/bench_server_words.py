@@ -1,6 +1,6 @@
 """What reading server names by their service costs the default at 10,000 tools.
 
-    python benchmarks/bench_server_words.py --out benchmarks/results/bench_server_words.json
+    python -m benchmarks.bench_server_words --out benchmarks/results/bench_server_words.json
 
 The packaging words of server names (:data:`toolsearch.tokenize.GENERIC_SERVER_WORDS`) are not
 server words, so a request can name more of the scaled catalogue's registry-style servers and
@@ -17,17 +17,13 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from unittest import mock
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import bench_backends
-
+from benchmarks import bench_backends
 from toolsearch.backend import SearchBackend
 from toolsearch.query import parse_query
 

@@ -13,7 +13,7 @@
 Run it (the machine is shared: compare the ratio of one run, not absolute seconds across
 runs)::
 
-    nice -n 10 python benchmarks/bench_startup.py --out benchmarks/results/bench_startup.json
+    nice -n 10 python -m benchmarks.bench_startup --out benchmarks/results/bench_startup.json
 """
 
 from __future__ import annotations
@@ -98,8 +98,7 @@ def cli_warm(rounds: int) -> dict[str, Any]:
 
 def _new_catalogue(folder: Path, n: int = 500) -> Path:
     """``n`` tools of the public catalogues with descriptions no cache has seen."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from bench_backends import catalogue
+    from benchmarks.bench_backends import catalogue
 
     stamp = time.time_ns()
     path = folder / "catalogue.jsonl"

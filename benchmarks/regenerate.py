@@ -1,23 +1,25 @@
-"""Regenerate every committed benchmark result, and every README table from those results.
+"""Regenerate every committed benchmark result, and every published table from those results.
 
-    python benchmarks/regenerate.py                      # run every benchmark, rewrite the tables
-    python benchmarks/regenerate.py --only quality-bfcl  # one result (repeatable) and its tables
-    python benchmarks/regenerate.py --tables             # rewrite the tables from committed JSON
-    python benchmarks/regenerate.py --check              # exit 1 if a table differs from its JSON
-    python benchmarks/regenerate.py --list               # the registry
+    python -m benchmarks.regenerate                      # run every benchmark, rewrite the tables
+    python -m benchmarks.regenerate --only quality-bfcl  # one result (repeatable) and its tables
+    python -m benchmarks.regenerate --tables             # rewrite the tables from committed JSON
+    python -m benchmarks.regenerate --check              # exit 1 if a table differs from its JSON
+    python -m benchmarks.regenerate --list               # the registry
 
 The registry (:data:`REGISTRY`) lists each results file with the command that regenerates it
-and the README tables rendered from it. A README table sits between two markers::
+and the tables rendered from it. The tables live in docs/results.md (every one) and README.md
+(the headline); a table sits between two markers::
 
     <!-- table:NAME -->
     ...generated, never edited by hand...
     <!-- /table:NAME -->
 
 and is rewritten from the JSON alone, so the published numbers are always those of the
-committed file; ``tests/test_bench_regenerate.py`` fails when they differ. A benchmark script
-joins with one :class:`Result` entry: its JSON path, its command, and a function that turns the
-JSON into Markdown (the script's own, where it has one). Benchmarks take minutes; run this
-with ``nice -n 10`` on a shared machine. See ``docs/benchmark.md``.
+committed file; ``tests/test_bench_regenerate.py`` fails when they differ. A benchmark (in
+``benchmarks/``) or experiment (in ``lab/``, results in ``lab/results/``) joins with one
+:class:`Result` entry: its JSON path, its command, and a function that turns the JSON into
+Markdown (the module's own, where it has one). Benchmarks take minutes to hours; run this with
+``nice -n 10`` on a shared machine. See docs/benchmark.md.
 """
 
 from __future__ import annotations
@@ -32,16 +34,20 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from importlib import import_module
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from toolsearch.bench.scripts import load_script
-from toolsearch.bench.tables import headline_table, significance_summary, style_table
+from benchmarks.tables import headline_table, significance_summary, style_table
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
+LAB_RESULTS = ROOT / "lab" / "results"
 README = ROOT / "README.md"
+RESULTS_PAGE = ROOT / "docs" / "results.md"
+#: The pages holding generated tables.
+PAGES = (RESULTS_PAGE, README)
 
 #: Renders a results JSON (already parsed) as Markdown.
 Render = Callable[[Any], str]
@@ -52,7 +58,8 @@ class Result:
     """One committed results file: the command that writes it and the tables it feeds.
 
     ``command`` is run from the repository root; a leading ``toolsearch`` or ``python`` runs
-    with this interpreter. ``path`` defaults to ``benchmarks/results/<name>.json``.
+    with this interpreter. ``path`` defaults to ``<name>.json`` in ``lab/results/`` for an
+    experiment, else in ``benchmarks/results/``.
     """
 
     name: str
@@ -62,7 +69,7 @@ class Result:
 
     @property
     def file(self) -> Path:
-        return self.path or RESULTS / f"{self.name}.json"
+        return self.path or (LAB_RESULTS if self.name in LAB else RESULTS) / f"{self.name}.json"
 
     def argv(self) -> list[str]:
         head, *rest = shlex.split(self.command)
@@ -73,13 +80,34 @@ class Result:
         return [head, *rest]
 
 
+#: The experiments, in ``lab/``; every other script is in ``benchmarks/``.
+LAB = frozenset(
+    {
+        "ablation",
+        "distractors",
+        "fine_tune",
+        "learned_fusion",
+        "metadata_pairs",
+        "query_adapter",
+        "reranker",
+        "server_names",
+        "training_passes",
+    }
+)
+
+
 def _script(name: str) -> ModuleType:
-    """A script of ``benchmarks/`` imported as a module (they are not a package)."""
-    return load_script(ROOT / "benchmarks" / f"{name}.py")
+    """The module of script ``name``: ``lab.<name>`` or ``benchmarks.<name>``."""
+    return import_module(f"{'lab' if name in LAB else 'benchmarks'}.{name}")
+
+
+def _lab(name: str) -> str:
+    """The command of experiment ``lab/<name>.py``."""
+    return f"python -m lab.{name} --out lab/results/{name}.json"
 
 
 def script_table(script: str, key: str | None = None) -> Render:
-    """The ``markdown`` function of ``benchmarks/<script>.py``, fed the JSON (or its ``key``)."""
+    """The ``markdown`` function of script ``script``, fed the JSON (or its ``key``)."""
 
     def draw(data: Any) -> str:
         table: str = _script(script).markdown(data if key is None else data[key])
@@ -98,7 +126,7 @@ def _quality(dataset: str, extra: str = "") -> str:
 REGISTRY: tuple[Result, ...] = (
     Result(
         "ablation",
-        "python benchmarks/ablation.py --out benchmarks/results/ablation.json",
+        _lab("ablation"),
         {
             "ablation": lambda data: _script("ablation").markdown_table(data),
             "ablation-targets": lambda data: _script("ablation").markdown_targets(data),
@@ -106,42 +134,42 @@ REGISTRY: tuple[Result, ...] = (
     ),
     Result(
         "distractors",
-        "python benchmarks/distractors.py --out benchmarks/results/distractors.json",
+        _lab("distractors"),
         {"distractors": script_table("distractors")},
     ),
     Result(
         "server_names",
-        "python benchmarks/server_names.py --out benchmarks/results/server_names.json",
+        _lab("server_names"),
         {"server_names": script_table("server_names")},
     ),
     Result(
         "learned_fusion",
-        "python benchmarks/learned_fusion.py --out benchmarks/results/learned_fusion.json",
+        _lab("learned_fusion"),
         {"learned_fusion": script_table("learned_fusion")},
     ),
     Result(
         "reranker",
-        "python benchmarks/reranker.py --out benchmarks/results/reranker.json",
+        _lab("reranker"),
         {"reranker": script_table("reranker")},
     ),
     Result(
         "fine_tune",
-        "python benchmarks/fine_tune.py --out benchmarks/results/fine_tune.json",
+        _lab("fine_tune"),
         {"fine_tune": script_table("fine_tune")},
     ),
     Result(
         "training_passes",
-        "python benchmarks/training_passes.py --out benchmarks/results/training_passes.json",
+        _lab("training_passes"),
         {"training_passes": script_table("training_passes")},
     ),
     Result(
         "metadata_pairs",
-        "python benchmarks/metadata_pairs.py --out benchmarks/results/metadata_pairs.json",
+        _lab("metadata_pairs"),
         {"metadata_pairs": script_table("metadata_pairs")},
     ),
     Result(
         "query_adapter",
-        "python benchmarks/query_adapter.py --out benchmarks/results/query_adapter.json",
+        _lab("query_adapter"),
         {"query_adapter": script_table("query_adapter")},
     ),
     Result(
@@ -167,24 +195,24 @@ REGISTRY: tuple[Result, ...] = (
     ),
     Result(
         "bench_keyword",
-        "python benchmarks/bench_keyword.py --tools 10000 "
+        "python -m benchmarks.bench_keyword --tools 10000 "
         "--out benchmarks/results/bench_keyword.json",
         {"bench_keyword": script_table("bench_keyword")},
     ),
     Result(
         "bench_backends",
-        "python benchmarks/bench_backends.py --sizes 1000,10000,100000 "
+        "python -m benchmarks.bench_backends --sizes 1000,10000,100000 "
         "--backends keyword,bm25,fts5 --out benchmarks/results/bench_backends.json",
         {"bench_backends": script_table("bench_backends", "results")},
     ),
     Result(
         "bench_startup",
-        "python benchmarks/bench_startup.py --out benchmarks/results/bench_startup.json",
+        "python -m benchmarks.bench_startup --out benchmarks/results/bench_startup.json",
         {"bench_startup": script_table("bench_startup")},
     ),
     Result(
         "bench_embedding_10k",
-        "python benchmarks/bench_embedding.py --tools 10000 --cache-dir /tmp/emb_cold "
+        "python -m benchmarks.bench_embedding --tools 10000 --cache-dir /tmp/emb_cold "
         "--out benchmarks/results/bench_embedding_10k.json",
         {
             "bench_embedding_10k": lambda data: _script("bench_embedding").markdown(
@@ -194,48 +222,48 @@ REGISTRY: tuple[Result, ...] = (
     ),
     Result(
         "bench_embedding_10k_warm",
-        "python benchmarks/bench_embedding.py --tools 10000 --cache-dir /tmp/emb_cold --warm "
+        "python -m benchmarks.bench_embedding --tools 10000 --cache-dir /tmp/emb_cold --warm "
         "--out benchmarks/results/bench_embedding_10k_warm.json",
     ),
     Result(
         "bench_embedding_10k_int8",
-        "python benchmarks/bench_embedding.py --tools 10000 --precision int8 "
+        "python -m benchmarks.bench_embedding --tools 10000 --precision int8 "
         "--cache-dir /tmp/emb_cold_int8 --out benchmarks/results/bench_embedding_10k_int8.json",
         {"bench_embedding_10k_int8": lambda data: _script("bench_embedding").markdown([data])},
     ),
     Result(
         "bench_export",
-        "python benchmarks/bench_export.py --out benchmarks/results/bench_export.json",
+        "python -m benchmarks.bench_export --out benchmarks/results/bench_export.json",
         {"bench_export": script_table("bench_export")},
     ),
     Result(
         "embedding_quality",
-        "python benchmarks/bench_embedding.py --quality "
+        "python -m benchmarks.bench_embedding --quality "
         "--out benchmarks/results/embedding_quality.json",
         {"embedding_quality": lambda data: _script("bench_embedding").markdown_quality(data)},
     ),
     Result(
         "bench_hybrid",
-        "python benchmarks/bench_backends.py --sizes 10000,100000 --backends hybrid "
+        "python -m benchmarks.bench_backends --sizes 10000,100000 --backends hybrid "
         "--embedding-max 100000 --cold-cache-dir /tmp/hyb_cold "
         "--out benchmarks/results/bench_hybrid.json",
         {"bench_hybrid": lambda data: _script("bench_backends").markdown_default(data["results"])},
     ),
     Result(
         "bench_pool_updates",
-        "python benchmarks/bench_pool_updates.py --sizes 10000,100000 --repeat 3 "
+        "python -m benchmarks.bench_pool_updates --sizes 10000,100000 --repeat 3 "
         "--out benchmarks/results/bench_pool_updates.json",
         {"bench_pool_updates": script_table("bench_pool_updates")},
     ),
     Result(
         "bench_postgres",
-        "python benchmarks/bench_postgres.py --only load --tools 100000 --replicas 4 "
+        "python -m benchmarks.bench_postgres --only load --tools 100000 --replicas 4 "
         "--clients 32 --duration 30 --out benchmarks/results/bench_postgres.json",
         {"bench_postgres": script_table("bench_postgres")},
     ),
     Result(
         "bench_server_words",
-        "python benchmarks/bench_server_words.py --out benchmarks/results/bench_server_words.json",
+        "python -m benchmarks.bench_server_words --out benchmarks/results/bench_server_words.json",
     ),
     Result(
         "baseline",
@@ -248,11 +276,11 @@ _MARKER = re.compile(r"<!-- (/?)table:([A-Za-z0-9_.-]+) -->")
 
 
 class TableError(ValueError):
-    """The README's table markers are malformed or name an unknown table."""
+    """A page's table markers are malformed or name an unknown table."""
 
 
 def tables() -> dict[str, tuple[Result, Render]]:
-    """Every README table name, with the result it is rendered from."""
+    """Every table name, with the result it is rendered from."""
     found: dict[str, tuple[Result, Render]] = {}
     for result in REGISTRY:
         for name, render in result.tables.items():
@@ -270,7 +298,7 @@ def render(name: str) -> str:
     """The content of table ``name`` from its committed JSON, with where it comes from."""
     result, draw = tables()[name]
     source = f"`{_shown_path(result.file)}`"
-    again = f"`python benchmarks/regenerate.py --only {result.name}`"
+    again = f"`python -m benchmarks.regenerate --only {result.name}`"
     if not result.file.is_file():
         return f"*Not generated yet: run {again} (it runs `{result.command}`).*"
     try:
@@ -320,7 +348,7 @@ def rewrite(text: str, only: Sequence[str] | None = None) -> str:
     return "".join(out)
 
 
-def stale(path: Path = README) -> list[str]:
+def stale(path: Path = RESULTS_PAGE) -> list[str]:
     """Names of the tables in ``path`` that differ from their committed JSON."""
     text = path.read_text(encoding="utf-8")
     new = rewrite(text)
@@ -372,38 +400,56 @@ def _modified(path: Path) -> int | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The command line; a malformed README marker or unreadable results file is one line on
-    stderr and exit status 2."""
+    """The command line; a malformed table marker or unreadable results file is one line on
+    stderr (naming the page) and exit status 2."""
     try:
         return _main(argv)
     except TableError as exc:
-        print(f"regenerate: {_shown_path(README)}: {exc}", file=sys.stderr)
+        print(f"regenerate: {exc}", file=sys.stderr)
         return 2
+
+
+def _on_pages(action: Callable[[Path], list[str]]) -> list[str]:
+    """``action`` applied to every page of :data:`PAGES`; a marker error names its page."""
+    found: list[str] = []
+    for page in PAGES:
+        try:
+            found += action(page)
+        except TableError as exc:
+            raise TableError(f"{_shown_path(page)}: {exc}") from exc
+    return found
+
+
+def _rewrite_page(page: Path, names: Sequence[str]) -> list[str]:
+    """Rewrite the tables ``names`` that ``page`` shows; the names rewritten."""
+    text = page.read_text(encoding="utf-8")
+    page.write_text(rewrite(text, names), encoding="utf-8")
+    return [f"{_shown_path(page)}:{name}" for name, _, _ in blocks(text) if name in names]
 
 
 def _main(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add = parser.add_argument
     add("--only", action="append", default=[], metavar="NAME", help="result or table name")
-    add("--tables", action="store_true", help="only rewrite the README tables from the JSON")
-    add("--check", action="store_true", help="exit 1 if a README table differs from its JSON")
+    add("--tables", action="store_true", help="only rewrite the tables from the JSON")
+    add("--check", action="store_true", help="exit 1 if a table differs from its JSON")
     add("--list", action="store_true", help="print the registry")
     args = parser.parse_args(argv)
     if args.list:
         for result in REGISTRY:
-            shown = ", ".join(result.tables) or "no README table"
+            shown = ", ".join(result.tables) or "no table"
             print(f"{result.name}: {_shown_path(result.file)} ← {result.command} [{shown}]")
         return 0
     if args.check:
-        old = stale(README)
+        old = _on_pages(lambda page: [f"{_shown_path(page)}: {n}" for n in stale(page)])
         for name in old:
-            print(f"stale README table: {name}", file=sys.stderr)
+            print(f"stale table: {name}", file=sys.stderr)
         return 1 if old else 0
     chosen = _selected(args.only)
     failed = [] if args.tables else _run(chosen)
     names = [t for r in chosen for t in r.tables]
-    README.write_text(rewrite(README.read_text(encoding="utf-8"), names), encoding="utf-8")
-    print(f"regenerate: README tables rewritten: {', '.join(names) or 'none'}", file=sys.stderr)
+    done = _on_pages(lambda page: _rewrite_page(page, names))
+    print(f"regenerate: tables rewritten: {', '.join(done) or 'none'}", file=sys.stderr)
     if failed:
         print(f"regenerate: failed: {', '.join(failed)}", file=sys.stderr)
     return 1 if failed else 0

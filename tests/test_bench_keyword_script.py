@@ -1,4 +1,4 @@
-"""``benchmarks/bench_keyword.py`` fails a run that falls short of what its docstring promises."""
+"""``benchmarks.bench_keyword`` fails a run that falls short of what its docstring promises."""
 
 from __future__ import annotations
 
@@ -6,12 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from toolsearch.bench.scripts import load_script
+from benchmarks import bench_keyword
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-bench_keyword = load_script(ROOT / "benchmarks" / "bench_keyword.py")
 
 
 def _row(speedup: float, equal: bool = True) -> dict[str, object]:

@@ -1,26 +1,27 @@
-"""``benchmarks/distractors.py`` builds the large catalogue its docstring describes,
-``benchmarks/server_names.py`` renames servers as it says, and the committed results of them
-and of ``benchmarks/query_adapter.py`` render complete tables."""
+"""The experiments of ``lab/``: ``lab.distractors`` builds the large catalogue its docstring
+describes, ``lab.server_names`` renames servers as it says, and the committed results of them
+and of the other experiments render complete tables."""
 
 from __future__ import annotations
 
 import json
+from importlib import import_module
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
 
 import pytest
 
-from toolsearch.bench.scripts import load_script
 from toolsearch.dataset import load_dataset
 from toolsearch.datasets import shared_datasets_dir
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
+RESULTS = ROOT / "lab" / "results"
 SHARED = shared_datasets_dir()
 
 
 def _script(name: str) -> ModuleType:
-    return load_script(ROOT / "benchmarks" / f"{name}.py")
+    """``lab.<name>``, or ``benchmarks.<name>`` for a speed benchmark."""
+    return import_module(f"{'benchmarks' if name.startswith('bench_') else 'lab'}.{name}")
 
 
 needs_public_sets = pytest.mark.skipif(
@@ -100,6 +101,9 @@ def _toy_data(queries: int = 40) -> SimpleNamespace:
 
 
 def test_learned_fusion_features_and_rankers_follow_the_informative_member() -> None:
+    # the learned rankers are the lab extra's (pip install -e '.[lab]'; .ci/run installs it)
+    pytest.importorskip("sklearn")
+    pytest.importorskip("lightgbm")
     learned = _script("learned_fusion")
     data = _toy_data()
     feats = {qid: learned.query_features(data, qid, "find it", {}) for qid in data.sample.qrels}

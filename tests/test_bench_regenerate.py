@@ -1,5 +1,6 @@
-"""The published tables: every README table is the rendering of the committed JSON it cites,
-and the marker machinery of ``benchmarks/regenerate.py`` rejects malformed blocks."""
+"""The published tables: every table of docs/results.md and the README is the rendering of the
+committed JSON it cites, and the marker machinery of ``benchmarks/regenerate.py`` rejects
+malformed blocks."""
 
 from __future__ import annotations
 
@@ -8,40 +9,50 @@ from pathlib import Path
 
 import pytest
 
-from toolsearch.bench.scripts import load_script
-from toolsearch.bench.tables import headline_table, significance_summary, style_table
+from benchmarks import regenerate as regen
+from benchmarks.tables import headline_table, significance_summary, style_table
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-regen = load_script(ROOT / "benchmarks" / "regenerate.py")
-
-
-def test_readme_tables_match_the_committed_json() -> None:
-    assert regen.stale(ROOT / "README.md") == [], (
-        "README tables differ from their results JSON: run `python benchmarks/regenerate.py "
+@pytest.mark.parametrize("page", ["docs/results.md", "README.md"])
+def test_published_tables_match_the_committed_json(page: str) -> None:
+    assert regen.stale(ROOT / page) == [], (
+        f"{page} tables differ from their results JSON: run `python -m benchmarks.regenerate "
         "--tables` (or regenerate the results) and commit"
     )
 
 
-def test_every_registered_table_is_in_the_readme() -> None:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+def test_every_registered_table_is_on_the_results_page() -> None:
+    text = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
     shown = {name for name, _, _ in regen.blocks(text)}
     assert shown == set(regen.tables())
+    assert regen.PAGES == (ROOT / "docs" / "results.md", ROOT / "README.md")
 
 
-def test_results_go_to_benchmarks_results_and_commands_run_here() -> None:
+def test_results_go_to_their_folder_and_commands_run_here() -> None:
     for result in regen.REGISTRY:
+        folder = "lab" if result.name in regen.LAB else "benchmarks"
         if result.name != "baseline":
-            assert result.file == ROOT / "benchmarks" / "results" / f"{result.name}.json"
+            assert result.file == ROOT / folder / "results" / f"{result.name}.json"
         assert str(result.file.relative_to(ROOT)) in result.command
-        head = result.argv()[0]
-        assert Path(head).name.startswith("python")
+        python, flag, module, *_ = result.argv()
+        assert Path(python).name.startswith("python") and flag == "-m"
+        assert module.split(".")[0] in {folder, "toolsearch"}, result.command
+        if module != "toolsearch":
+            assert (ROOT / f"{module.replace('.', '/')}.py").is_file(), module
+
+
+def test_lab_results_and_modules_are_all_registered() -> None:
+    on_disk = {path.stem for path in (ROOT / "lab" / "results").glob("*.json")}
+    assert on_disk == set(regen.LAB)
+    for name in regen.LAB:
+        assert (ROOT / "lab" / f"{name}.py").is_file(), name
 
 
 def test_a_hand_edited_table_is_stale_and_rewriting_fixes_it(tmp_path: Path) -> None:
-    readme = tmp_path / "README.md"
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = tmp_path / "results.md"
+    text = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
     name, start, end = regen.blocks(text)[0]
     readme.write_text(text[:start] + "\n| hand | typed |\n" + text[end:], encoding="utf-8")
     assert regen.stale(readme) == [name]
@@ -75,7 +86,7 @@ def test_a_missing_results_file_renders_as_a_pointer(
 ) -> None:
     monkeypatch.setattr(regen, "RESULTS", tmp_path)
     assert regen.render("quality-bfcl").startswith(
-        "*Not generated yet: run `python benchmarks/regenerate.py --only quality-bfcl`"
+        "*Not generated yet: run `python -m benchmarks.regenerate --only quality-bfcl`"
     )
 
 
@@ -155,15 +166,29 @@ def test_style_and_significance_tables_by_hand() -> None:
     assert significance_summary(missing, "ds").startswith("No paired tests")
 
 
-def test_a_malformed_readme_marker_is_one_line_not_a_traceback(
+def test_a_malformed_marker_is_one_line_naming_its_page_not_a_traceback(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    readme = tmp_path / "README.md"
-    readme.write_text("<!-- table:bench_keyword -->\nnever closed\n", encoding="utf-8")
-    monkeypatch.setattr(regen, "README", readme)
+    good, bad = tmp_path / "good.md", tmp_path / "bad.md"
+    good.write_text("no tables here\n", encoding="utf-8")
+    bad.write_text("<!-- table:bench_keyword -->\nnever closed\n", encoding="utf-8")
+    monkeypatch.setattr(regen, "PAGES", (good, bad))
     assert regen.main(["--check"]) == 2
     err = capsys.readouterr().err
-    assert "table 'bench_keyword' is never closed" in err and "Traceback" not in err
+    assert f"{bad}: table 'bench_keyword' is never closed" in err and "Traceback" not in err
+
+
+def test_rewriting_fixes_every_page_that_shows_the_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pages = (tmp_path / "a.md", tmp_path / "b.md")
+    for page in pages:
+        page.write_text("<!-- table:bench_keyword -->\nold\n<!-- /table:bench_keyword -->\n")
+    monkeypatch.setattr(regen, "PAGES", pages)
+    assert regen.main(["--check"]) == 1
+    assert regen.main(["--tables", "--only", "bench_keyword"]) == 0
+    assert regen.main(["--check"]) == 0
+    assert "a.md:bench_keyword" in capsys.readouterr().err
 
 
 def test_an_unreadable_results_file_names_the_file(

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 SOURCES = [
     p
-    for folder in ("toolsearch", "backends", "benchmarks", "tests", "datasets")
+    for folder in ("toolsearch", "backends", "benchmarks", "lab", "tests", "datasets")
     for p in (ROOT / folder).rglob("*.py")
 ]
 

@@ -9,7 +9,6 @@ Modules, by concept:
 ``significance``  paired tests between backends (ranx ``compare``), Holm/Bonferroni correction
 ``artefacts``     the results JSON and TREC run files
 ``report``        tables, the Markdown report and its PNG plots
-``tables``        the published Markdown tables of a saved results JSON
 ``scaling``       latency against catalogue size on generated catalogues
 ``gate``          the regression gate against a saved baseline (overall and per style)
 ``beir``          BEIR import and export

@@ -1,6 +1,6 @@
 """Fine-tuning the bundled MiniLM on labelled tool requests, measured leave-one-dataset-out.
 
-    python benchmarks/fine_tune.py --out benchmarks/results/fine_tune.json
+    python -m lab.fine_tune --out lab/results/fine_tune.json
 
 For each dataset of :data:`member_runs.DATASETS` left out in turn, a copy of the shipped
 all-MiniLM-L6-v2 is trained on the **dev** splits of the two others and scored, as the
@@ -22,7 +22,7 @@ mined hard negative per pair
 (NV-Retriever's positive-aware mining at its published 95 % margin,
 :func:`toolsearch.backends.fine_tuning.mine_hard_negatives`), kept because it lifted the
 left-out datasets' dev splits with one pass and still lifts their mean with two
-(docs/retrieval.md). A pass over about 2,300 pairs takes
+(lab/retrieval.md). A pass over about 2,300 pairs takes
 six to ten minutes on two cores. Needs the ``embedding`` extra (PyTorch) and the public
 datasets (``../shared/datasets``).
 """
@@ -31,17 +31,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from member_runs import DATASETS, DEPTH, MemberSpec, Sample, load_sample, member_hits
-from tuned_models import RECIPE, SEEDS, base_path, fold_model
-
+from lab.member_runs import DATASETS, DEPTH, MemberSpec, Sample, load_sample, member_hits
+from lab.tuned_models import RECIPE, SEEDS, base_path, fold_model
 from toolsearch.backends.embedding import DEFAULT_FIELDS, DEFAULT_MAX_WORDS
 from toolsearch.backends.encoders import BASE_MODEL, SHIPPED_MODEL_PATH
 from toolsearch.backends.fine_tuning import load_trainable
@@ -51,7 +47,7 @@ from toolsearch.bench.significance import compare_backends
 from toolsearch.tool import Tool
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "benchmarks" / "results" / "fine_tune.json"
+OUT = ROOT / "lab" / "results" / "fine_tune.json"
 METRICS = ("ndcg@10", "recall@5", "hit@1")
 LIMIT = 1000
 

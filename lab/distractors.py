@@ -1,6 +1,6 @@
 """The same mcp-workbench test queries searched in its own catalogue and inside 10,000 tools.
 
-    python benchmarks/distractors.py --out benchmarks/results/distractors.json
+    python -m lab.distractors --out lab/results/distractors.json
 
 A gateway with many MCP servers plugged in searches far more tools than the catalogue a
 query was written for. This grows the bundled mcp-workbench catalogue to ``--tools`` (10,000)
@@ -31,11 +31,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from member_runs import DEPTH, MemberSpec, Sample, Scored, default_runs_dir, load_sample
-from member_runs import member_hits as cached_member_hits
-
+from lab.member_runs import DEPTH, MemberSpec, Sample, Scored, default_runs_dir, load_sample
+from lab.member_runs import member_hits as cached_member_hits
 from toolsearch.bench.metrics import parse_metrics, per_query_scores
 from toolsearch.bench.runner import resolve_dataset
 from toolsearch.bench.significance import compare_backends
@@ -44,7 +41,7 @@ from toolsearch.synth import scale_catalog
 from toolsearch.tool import Tool
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "benchmarks" / "results" / "distractors.json"
+OUT = ROOT / "lab" / "results" / "distractors.json"
 POOL = ("bfcl", "metatool", "mcp-docker-catalog", "mcp-github-catalog")
 BACKENDS: Mapping[str, MemberSpec] = {
     "default (hybrid)": MemberSpec("hybrid", "hybrid", {}),

@@ -1,7 +1,7 @@
 """mcp-workbench with the server names of a real MCP registry: is Okta found when its server is
 called ``okta-mcp-server``?
 
-    python benchmarks/server_names.py --out benchmarks/results/server_names.json
+    python -m lab.server_names --out lab/results/server_names.json
 
 Real registries name many servers by their packaging as well as their service: in the Docker
 MCP registry's catalogue (``../shared/datasets/mcp-docker-catalog``) 16 of 28 server names carry
@@ -29,7 +29,6 @@ original names.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -37,16 +36,13 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import ablation
-from member_runs import MemberSpec, Sample, load_sample
-
+from lab import ablation
+from lab.member_runs import MemberSpec, Sample, load_sample
 from toolsearch.backend import Hit
 from toolsearch.tool import MCP_PREFIX
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "benchmarks" / "results" / "server_names.json"
+OUT = ROOT / "lab" / "results" / "server_names.json"
 #: Server names as registries write them, given to mcp-workbench's servers in turn.
 FORMS = ("{}-mcp-server", "{}-mcp", "{}-remote", "mcp-server-{}")
 ORIGINAL = "original names"

@@ -1,7 +1,7 @@
 """What a query adapter (``toolsearch train``) does for the catalogue it was trained on, and
 for one it has never seen.
 
-    python benchmarks/query_adapter.py --out benchmarks/results/query_adapter.json
+    python -m lab.query_adapter --out lab/results/query_adapter.json
 
 For each dataset of :data:`member_runs.DATASETS`, three adapters' worth of rankings on its
 **test** split (at most ``--limit`` queries, the hash-ordered sample of the other quality
@@ -34,11 +34,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from member_runs import DATASETS, DEPTH, MemberSpec, Sample, default_runs_dir, load_sample
-from member_runs import member_hits as cached_member_hits
-
+from lab.member_runs import DATASETS, DEPTH, MemberSpec, Sample, default_runs_dir, load_sample
+from lab.member_runs import member_hits as cached_member_hits
 from toolsearch.backends.embedding import EmbeddingBackend, default_cache_dir
 from toolsearch.backends.encoders import BASE_MODEL
 from toolsearch.backends.query_adapter import TrainingSettings, train_on_datasets
@@ -46,7 +43,7 @@ from toolsearch.bench.metrics import parse_metrics, per_query_scores
 from toolsearch.bench.significance import compare_backends
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "benchmarks" / "results" / "query_adapter.json"
+OUT = ROOT / "lab" / "results" / "query_adapter.json"
 METRICS = ("recall@5", "hit@1", "ndcg@10")
 ADAPTERS = ("base", "in-domain", "LODO")
 BACKENDS = ("embedding", "hybrid")

@@ -1,6 +1,6 @@
 """Learned rankers over the default's member features, against the default's fusion.
 
-    python benchmarks/learned_fusion.py --out benchmarks/results/learned_fusion.json
+    python -m lab.learned_fusion --out lab/results/learned_fusion.json
 
 Each query's candidates are the tools one of the default's members (embedding, stemmed and
 unstemmed bm25) ranks in its top :data:`CANDIDATES`. A candidate's features are what the hybrid
@@ -12,7 +12,7 @@ RankNet's linear form) and LightGBM's LambdaMART. Every ranker, the default's co
 included, ranks the whole request with one search (multi-step search applies to any of them
 alike).
 
-Protocol (``docs/retrieval.md``): trained on **dev** splits only; reported on **test**
+Protocol (``lab/retrieval.md``): trained on **dev** splits only; reported on **test**
 splits, in-domain (trained on all three dev sets) and leave-one-dataset-out (trained on the
 other two datasets' dev splits), with ranx paired t-tests against the default's fusion. Member
 runs come from the ablation's cache (:mod:`member_runs`).
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -30,9 +29,7 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from ablation import (
+from lab.ablation import (
     DATASETS,
     SPLITS,
     Data,
@@ -44,8 +41,7 @@ from ablation import (
     scores,
     significance,
 )
-from member_runs import DEPTH, default_runs_dir
-
+from lab.member_runs import DEPTH, default_runs_dir
 from toolsearch.backend import Hit
 from toolsearch.backends.hybrid import (
     DEFAULT_MEMBERS,
@@ -63,7 +59,7 @@ from toolsearch.fusion import (
 from toolsearch.query import parse_query
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "benchmarks" / "results" / "learned_fusion.json"
+OUT = ROOT / "lab" / "results" / "learned_fusion.json"
 #: Hits of each member that become candidates.
 CANDIDATES = 30
 #: Negatives paired with each relevant tool of a training query (the highest-ranked ones).

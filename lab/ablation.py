@@ -1,9 +1,9 @@
 """Ablation of the default backend's retrieval techniques, and the choice of its settings.
 
-    python benchmarks/ablation.py            # writes benchmarks/results/ablation.json
-    python benchmarks/ablation.py --limit 300 --cache /tmp/runs
+    python -m lab.ablation            # writes lab/results/ablation.json
+    python -m lab.ablation --limit 300 --cache /tmp/runs
 
-Protocol (see ``docs/retrieval.md``):
+Protocol (see ``lab/retrieval.md``):
 
 * Datasets ``mcp-workbench`` (bundled), ``metatool`` and ``bfcl`` (``../shared/datasets``);
   each split by :func:`toolsearch.splits.split_of`, at most ``--limit`` (1,000) queries per
@@ -34,11 +34,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from distractors import MAX_LOSS as MAX_LARGE_LOSS
-from distractors import samples as distractor_samples
-from member_runs import (
+from lab.distractors import MAX_LOSS as MAX_LARGE_LOSS
+from lab.distractors import samples as distractor_samples
+from lab.member_runs import (
     DATASETS,
     DEPTH,
     MemberSpec,
@@ -48,8 +46,7 @@ from member_runs import (
     load_sample,
     member_hits,
 )
-from tuned_models import LIMIT, fold_model
-
+from lab.tuned_models import LIMIT, fold_model
 from toolsearch.backend import Hit
 from toolsearch.backends.encoders import DEFAULT_MODEL, TUNED_MODEL
 from toolsearch.backends.hybrid import DEFAULT_EXACT_NAME_BONUS as EXACT_NAME_BONUS
@@ -68,7 +65,7 @@ from toolsearch.multistep import Ranking, merge_steps, split_steps
 from toolsearch.query import parse_query
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "benchmarks" / "results" / "ablation.json"
+OUT = ROOT / "lab" / "results" / "ablation.json"
 METRICS = ("recall@5", "hit@1", "ndcg@10")
 #: What is computed: ``METRICS`` plus complete@5, reported for multi-step tasks.
 SCORED = (*METRICS, "complete@5")
@@ -889,7 +886,7 @@ def markdown_targets(results: Mapping[str, Any]) -> str:
         f"below a best cosine of {threshold} (the ablation's rows above never abstain), on the "
         f"test splits; with one search per request `task` recall@5 would be {task:.3f}. Where "
         f"the default is more than {MAX_MEMBER_GAP} below a member alone (recall@5 or "
-        f'ndcg@10, rows above): {below or "nowhere"}. docs/retrieval.md, "Against the '
+        f'ndcg@10, rows above): {below or "nowhere"}. lab/retrieval.md, "Against the '
         f'targets", says what limits each miss and what was tried.\n\n'
         + markdown_targets_table(results)
     )

@@ -1,7 +1,7 @@
 """A cross-encoder trained on tool data: reranking the default's first hits, and saying
 "no tool fits" when none of them does.
 
-    python benchmarks/reranker.py --out benchmarks/results/reranker.json
+    python -m lab.reranker --out lab/results/reranker.json
 
 A cross-encoder reads a request and one tool's text together, so it can see what a bi-encoder
 and word counts cannot: "delete the message I posted" does not fit ``send_message``, however
@@ -15,7 +15,7 @@ first :data:`NEGATIVES` candidates, all labelled 0. The settings (:data:`RECIPE`
 fine-tuning's usual ones; one pass at 2e-5, tried first on mcp-workbench's dev split, left the
 training loss near what the label shares alone give, so the recipe takes three passes at 5e-5.
 
-Protocol (``docs/retrieval.md``): every cross-encoder here is a **fold model**, trained on the
+Protocol (``lab/retrieval.md``): every cross-encoder here is a **fold model**, trained on the
 dev splits of two datasets and used only on the third, so no score comes from a model that
 saw the queries or the catalogue. Choices are made on the dev splits (candidates from the
 ablation's fold embedding models): the mix of cross-encoder and default score
@@ -34,16 +34,13 @@ import hashlib
 import json
 import math
 import random
-import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from ablation import (
+from lab.ablation import (
     ABSTAIN_MAX_COST,
     Data,
     abstention_effect,
@@ -57,9 +54,8 @@ from ablation import (
     significance,
     significance_mark,
 )
-from member_runs import DATASETS
-from tuned_models import LIMIT, base_path
-
+from lab.member_runs import DATASETS
+from lab.tuned_models import LIMIT, base_path
 from toolsearch.backend import Hit
 from toolsearch.backends.calibration import CALIBRATED_MIN_SIMILARITY
 from toolsearch.backends.embedding import DEFAULT_FIELDS, DEFAULT_MAX_WORDS, default_cache_dir
@@ -68,7 +64,7 @@ from toolsearch.backends.fine_tuning import warmup_schedule
 from toolsearch.backends.tool_text import tool_text
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "benchmarks" / "results" / "reranker.json"
+OUT = ROOT / "lab" / "results" / "reranker.json"
 #: The default's first hits the cross-encoder reads.
 CANDIDATES = 10
 #: Wrong candidates paired with each training request.

@@ -1,7 +1,7 @@
 """Member rankings of the quality benchmarks, computed once and cached on disk.
 
 Fusion, abstention and multi-step merging only re-combine what the member backends return, so
-``benchmarks/ablation.py`` runs each member once per dataset and split at depth :data:`DEPTH`
+``lab/ablation.py`` runs each member once per dataset and split at depth :data:`DEPTH`
 and explores everything else offline. A run is cached under
 ``--cache`` (default ``$TOOLSEARCH_CACHE_DIR/quality_runs``, outside the repository) keyed by
 the dataset's hash, the split, the sample, the member and its options, so a changed dataset or

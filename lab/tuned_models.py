@@ -1,6 +1,6 @@
 """The fine-tuned models of the benchmark datasets: the shipped default and its LODO folds.
 
-    python benchmarks/tuned_models.py        # rebuilds toolsearch/models/toolsearch-minilm-l6
+    python -m lab.tuned_models        # rebuilds toolsearch/models/toolsearch-minilm-l6
 
 The shipped model (``SHIPPED_MODEL_PATH``) is the bundled all-MiniLM-L6-v2 (:data:`BASE_MODEL`)
 trained with :class:`toolsearch.backends.fine_tuning.Recipe` on the **dev** samples of the
@@ -11,7 +11,7 @@ requests (``catalogues``; :data:`PUBLIC_MCP`, measured by ``metadata_pairs.py``)
 A fold model is the same training without one dataset. Fold models stand in for the shipped
 one wherever a score must come from a model that never saw the queries: the leave-one-dataset-
 out table (``fine_tune.py``) and the dev splits on which the ablation chooses the default's
-settings (``ablation.py``; ``docs/retrieval.md``). They are cached under
+settings (``ablation.py``; ``lab/retrieval.md``). They are cached under
 ``$TOOLSEARCH_CACHE_DIR/fine_tuned``, keyed by the recipe, the base model and the training
 samples. So is the model trained on all three datasets, which the command above copies into
 the package. Needs the ``embedding`` extra (PyTorch) and the public datasets
@@ -28,10 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from member_runs import DATASETS, load_sample
-
+from lab.member_runs import DATASETS, load_sample
 from toolsearch.backends.embedding import DEFAULT_FIELDS, DEFAULT_MAX_WORDS, default_cache_dir
 from toolsearch.backends.encoders import (
     BASE_MODEL,
@@ -59,7 +56,7 @@ LIMIT = 1000
 #: shipped model's); retraining at the second shows how far a seed alone moves a score.
 SEEDS = (RECIPE.seed, RECIPE.seed + 1)
 #: Public MCP catalogues whose description pairs (no benchmark's requests in them) may be added
-#: to a model's training (docs/retrieval.md, "Pairs from tool metadata").
+#: to a model's training (lab/retrieval.md, "Pairs from tool metadata").
 PUBLIC_MCP: tuple[str, ...] = ("mcp-docker-catalog", "mcp-github-catalog")
 #: Texts on which the stored (float16) model is compared with the trained (float32) one.
 PROBES = (
@@ -182,7 +179,7 @@ def _card(record: dict[str, Any]) -> str:
         f"{', '.join(record['datasets'])} ({record['pairs']} request/tool pairs, {passes}, "
         f"seed {record['recipe']['seed']}). The default model of toolsearch's `embedding` "
         "backend. Weights stored in float16, loaded as float32. Rebuild it with\n"
-        "`python benchmarks/tuned_models.py`; how it was chosen and measured: docs/retrieval.md.\n"
+        "`python -m lab.tuned_models`; how it was chosen and measured: lab/retrieval.md.\n"
         "\nLicence: Apache-2.0, as all-MiniLM-L6-v2.\n"
     )
 

@@ -1,7 +1,7 @@
 """Pairs from tool metadata: does training on MCP tool descriptions help the model on an MCP
 catalogue it never saw, and should the shipped model be trained with them?
 
-    python benchmarks/metadata_pairs.py --out benchmarks/results/metadata_pairs.json
+    python -m lab.metadata_pairs --out lab/results/metadata_pairs.json
 
 First table: three models, none of which saw an mcp-workbench request:
 
@@ -34,18 +34,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import ablation
-import tuned_models
-from member_runs import DATASETS, MemberSpec, load_sample
-from tuned_models import (
+from lab import ablation, tuned_models
+from lab.member_runs import DATASETS, MemberSpec, load_sample
+from lab.tuned_models import (
     LIMIT,
     PUBLIC_MCP,
     SEEDS,
@@ -54,7 +50,6 @@ from tuned_models import (
     described,
     fold_model,
 )
-
 from toolsearch.backend import Hit
 from toolsearch.backends.embedding import DEFAULT_FIELDS, DEFAULT_MAX_WORDS, default_cache_dir
 from toolsearch.backends.encoders import model_fingerprint
@@ -68,7 +63,7 @@ from toolsearch.backends.fine_tuning import (
 from toolsearch.dataset import Dataset, Query
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "benchmarks" / "results" / "metadata_pairs.json"
+OUT = ROOT / "lab" / "results" / "metadata_pairs.json"
 TARGET = "mcp-workbench"
 FOLD = "fold"
 PUBLIC_MODEL = "fold + public MCP descriptions"

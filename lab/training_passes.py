@@ -1,6 +1,6 @@
 """How many passes over the training pairs: one against two, leave-one-dataset-out, at two seeds.
 
-    python benchmarks/training_passes.py --out benchmarks/results/training_passes.json
+    python -m lab.training_passes --out lab/results/training_passes.json
 
 The default model's recipe (``toolsearch.backends.fine_tuning.Recipe``) made one pass over
 about 3,500 pairs: 109 optimiser steps. Sentence-transformers' examples and most published
@@ -26,22 +26,18 @@ datasets (``../shared/datasets``).
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from distractors import samples as distractor_samples
-from fine_tune import LIMIT, by_style, cells, hybrid_ranked, ranked, training_script
-from member_runs import DATASETS, Sample, load_sample
-from tuned_models import RECIPE, SEEDS, fold_model
-
+from lab.distractors import samples as distractor_samples
+from lab.fine_tune import LIMIT, by_style, cells, hybrid_ranked, ranked, training_script
+from lab.member_runs import DATASETS, Sample, load_sample
+from lab.tuned_models import RECIPE, SEEDS, fold_model
 from toolsearch.backends.fine_tuning import load_trainable
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "benchmarks" / "results" / "training_passes.json"
+OUT = ROOT / "lab" / "results" / "training_passes.json"
 #: The passes compared: one and two (fixed, so a change of the recipe's passes leaves this
 #: comparison as it was measured).
 PASSES = (1, 2)

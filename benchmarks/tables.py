@@ -1,7 +1,8 @@
 """Markdown tables of a saved results JSON (``toolsearch bench --json-out``), for publishing.
 
-The README's quality tables are rendered by these functions from the committed JSON files in
-``benchmarks/results/`` (``python benchmarks/regenerate.py``), never typed by hand, so a table
+The quality tables of docs/results.md and the README are rendered by these functions from the
+committed JSON files in ``benchmarks/results/`` (``python -m benchmarks.regenerate``), never
+typed by hand, so a table
 cannot disagree with the numbers it cites; a test re-renders them and compares. They read the
 JSON (the documented schema in :mod:`toolsearch.bench.artefacts`), not live run objects, so
 any saved run can be published.
