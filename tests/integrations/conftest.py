@@ -1,0 +1,39 @@
+"""Fixtures the framework integration tests share: the bundled 495-tool catalogue, and what
+each test agent's scripted model asks for."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from toolsearch.catalog import load_catalog
+from toolsearch.datasets import bundled_dataset
+from toolsearch.tool import Tool
+
+
+@dataclass(frozen=True)
+class Script:
+    """The test agent's task: the query it searches with, the tool that must load, its
+    arguments, and a tool that a deny rule removes (and the query that would find it)."""
+
+    query: str = "send a message to a slack channel"
+    wanted: str = "mcp__slack__send_message"
+    arguments: tuple[tuple[str, str], ...] = (("channel", "#general"), ("text", "hello"))
+    denied: str = "mcp__stripe__create_refund"
+    denied_query: str = "refund a stripe payment"
+    #: a whole server denied by one rule
+    denied_server: str = "mcp__paypal"
+
+
+@pytest.fixture(scope="session")
+def workbench() -> list[Tool]:
+    """The bundled mcp-workbench catalogue (495 tools)."""
+    tools = load_catalog(bundled_dataset("mcp-workbench"))
+    assert len(tools) == 495
+    return tools
+
+
+@pytest.fixture
+def script() -> Script:
+    return Script()

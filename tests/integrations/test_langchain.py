@@ -1,0 +1,217 @@
+"""The LangChain middleware and the langgraph-bigtool retriever, end to end with LangChain's
+fake chat model over the bundled 495-tool catalogue."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langchain.agents", reason="needs toolsearch[langchain]")
+pytest.importorskip("langgraph_bigtool", reason="needs toolsearch[langchain]")
+
+from langchain.agents import create_agent
+from langchain.agents.middleware import before_model
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage, ToolMessage
+from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
+from pydantic import Field
+
+from toolsearch.integrations.langchain import STATE_KEY, BigtoolSearch, ToolSearchMiddleware
+from toolsearch.tool import TOOL_SEARCH_NAME, Tool
+
+
+class RecordingChat(GenericFakeChatModel):
+    """LangChain's fake chat model, recording the tools bound and the messages of each call."""
+
+    bound: list[list[str]] = Field(default_factory=list)
+    seen: list[list[BaseMessage]] = Field(default_factory=list)
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:
+        self.bound.append([convert_to_openai_tool(t)["function"]["name"] for t in tools])
+        return self
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+        self.seen.append(list(messages))
+        return super()._generate(messages, *args, **kwargs)
+
+
+def call(name: str, args: dict[str, Any], call_id: str) -> dict[str, Any]:
+    return {"name": name, "args": args, "id": call_id, "type": "tool_call"}
+
+
+def model(*turns: list[dict[str, Any]] | str) -> RecordingChat:
+    replies = [
+        AIMessage(content=t) if isinstance(t, str) else AIMessage(content="", tool_calls=t)
+        for t in turns
+    ]
+    return RecordingChat(messages=iter(replies))
+
+
+def langchain_tools(tools: list[Tool], ran: list[tuple[str, dict[str, Any]]]) -> list[BaseTool]:
+    """Every catalogue tool as a LangChain tool that records its calls."""
+
+    def make(tool: Tool) -> BaseTool:
+        def run(**arguments: Any) -> str:
+            ran.append((tool.name, arguments))
+            return f"{tool.name} done"
+
+        return StructuredTool(
+            name=tool.name,
+            description=tool.description,
+            args_schema=dict(tool.input_schema),
+            func=run,
+        )
+
+    return [make(t) for t in tools]
+
+
+def tool_messages(messages: list[BaseMessage]) -> dict[str, ToolMessage]:
+    return {m.tool_call_id: m for m in messages if isinstance(m, ToolMessage)}
+
+
+def test_agent_searches_loads_and_calls_a_tool_and_never_reaches_a_denied_one(
+    workbench: list[Tool], script: Any
+) -> None:
+    ran: list[tuple[str, dict[str, Any]]] = []
+    arguments = dict(script.arguments)
+    chat = model(
+        [call(TOOL_SEARCH_NAME, {"query": script.query, "max_results": 3}, "s1")],
+        [
+            call(script.wanted, arguments, "c1"),
+            call(script.denied, {"payment_intent": "pi_1"}, "c2"),
+        ],
+        [
+            call(TOOL_SEARCH_NAME, {"query": script.denied_query}, "s2"),
+            call(TOOL_SEARCH_NAME, {"query": f"select:{script.denied}"}, "s3"),
+            call("mcp__paypal__refund_captured_payment", {}, "c3"),
+        ],
+        "done",
+    )
+    middleware = ToolSearchMiddleware(
+        langchain_tools(workbench, ran),
+        deny=[script.denied, script.denied_server],
+        backend="bm25",
+    )
+    agent = create_agent(chat, middleware=[middleware])
+    state = agent.invoke({"messages": [{"role": "user", "content": "post hello to #general"}]})
+
+    results = tool_messages(state["messages"])
+    assert script.wanted in results["s1"].content
+    assert ran == [(script.wanted, arguments)]
+    assert results["c1"].content == f"{script.wanted} done"
+    # the denied tools: never bound, never found, refused like tools that do not exist
+    for name in (script.denied, "mcp__paypal__refund_captured_payment"):
+        assert all(name not in bound for bound in chat.bound)
+    assert results["c2"].status == "error"
+    assert results["c2"].content == f"No such tool available: {script.denied}"
+    assert script.denied not in results["s2"].content
+    assert "No matching deferred tools found" in results["s3"].content
+    assert results["c3"].content == "No such tool available: mcp__paypal__refund_captured_payment"
+    # the first request carries ToolSearch only; the found tools join the next one
+    assert chat.bound[0] == [TOOL_SEARCH_NAME]
+    assert script.wanted in chat.bound[1]
+    assert len(chat.bound[1]) == 4
+    assert state[STATE_KEY][0] == script.wanted
+    assert "<available-deferred-tools>" in chat.seen[0][0].content
+    assert script.denied not in chat.seen[0][0].content
+    savings = middleware.savings()
+    assert savings.requests == 4
+    assert 0 < savings.tokens_sent < savings.tokens_without_search
+    print("langchain test agent:", savings.to_json())
+
+
+def test_a_deferred_tool_must_be_loaded_before_it_runs(workbench: list[Tool], script: Any) -> None:
+    ran: list[tuple[str, dict[str, Any]]] = []
+    chat = model([call(script.wanted, dict(script.arguments), "c1")], "done")
+    middleware = ToolSearchMiddleware(langchain_tools(workbench, ran), backend="keyword")
+    state = create_agent(chat, middleware=[middleware]).invoke({"messages": [("user", "hi")]})
+
+    message = tool_messages(state["messages"])["c1"]
+    assert message.status == "error"
+    assert f"select:{script.wanted}" in message.content
+    assert ran == []
+
+
+def test_loaded_tools_survive_trimming_the_history(workbench: list[Tool], script: Any) -> None:
+    """A middleware that keeps only the last message drops every ToolSearch result; the
+    loaded tool stays bound and callable, in the next invocation of the thread too."""
+
+    @before_model
+    def keep_last_message(state: Any, runtime: Any) -> dict[str, Any]:
+        return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), state["messages"][-1]]}
+
+    ran: list[tuple[str, dict[str, Any]]] = []
+    chat = model(
+        [call(TOOL_SEARCH_NAME, {"query": f"select:{script.wanted}"}, "s1")],
+        "loaded",
+        [call(script.wanted, dict(script.arguments), "c1")],
+        "sent",
+    )
+    middleware = ToolSearchMiddleware(langchain_tools(workbench, ran), backend="keyword")
+    agent = create_agent(
+        chat, middleware=[keep_last_message, middleware], checkpointer=InMemorySaver()
+    )
+    config: Any = {"configurable": {"thread_id": "t1"}}
+    agent.invoke({"messages": [("user", "load the slack tool")]}, config)
+    state = agent.invoke({"messages": [("user", "now post hello")]}, config)
+
+    kept = [m for m in state["messages"] if isinstance(m, ToolMessage)]
+    assert not any(m.name == TOOL_SEARCH_NAME for m in kept)
+    assert script.wanted in chat.bound[2]
+    assert ran == [(script.wanted, dict(script.arguments))]
+
+
+def bigtool_agent(search: BigtoolSearch, chat: RecordingChat) -> Any:
+    from langgraph_bigtool import create_agent as create_bigtool_agent
+
+    return create_bigtool_agent(
+        chat,
+        search.registry,
+        retrieve_tools_function=search.retrieve_tools_function,
+        retrieve_tools_coroutine=search.retrieve_tools_coroutine,
+    ).compile()
+
+
+def test_bigtool_retrieves_with_toolsearch(workbench: list[Tool], script: Any) -> None:
+    ran: list[tuple[str, dict[str, Any]]] = []
+    search = BigtoolSearch(langchain_tools(workbench, ran), deny=[script.denied], backend="bm25")
+    assert len(search.registry) == 494
+    assert script.denied not in search.registry
+    chat = model(
+        [call(TOOL_SEARCH_NAME, {"query": script.query, "max_results": 2}, "s1")],
+        [call(TOOL_SEARCH_NAME, {"query": f"select:{script.denied}"}, "s2")],
+        "done",
+    )
+    state = bigtool_agent(search, chat).invoke({"messages": [("user", "post hello")]})
+
+    assert chat.bound[0] == [TOOL_SEARCH_NAME]
+    assert chat.bound[1][0] == TOOL_SEARCH_NAME
+    assert script.wanted in chat.bound[1]
+    assert state["selected_tool_ids"][0] == script.wanted
+    assert script.denied not in state["selected_tool_ids"]
+    assert all(script.denied not in bound for bound in chat.bound)
+    savings = search.request_savings(state["selected_tool_ids"])
+    assert 0 < savings.tokens_sent < savings.tokens_without_search
+
+
+@pytest.mark.xfail(
+    raises=AttributeError,
+    strict=True,
+    reason="langgraph-bigtool 0.0.3 calls ToolNode.inject_tool_args, private since "
+    "langgraph-prebuilt 1.0; the retrieved tool cannot run through bigtool's graph",
+)
+def test_bigtool_runs_a_retrieved_tool(workbench: list[Tool], script: Any) -> None:
+    ran: list[tuple[str, dict[str, Any]]] = []
+    search = BigtoolSearch(langchain_tools(workbench, ran), backend="keyword")
+    chat = model(
+        [call(TOOL_SEARCH_NAME, {"query": f"select:{script.wanted}"}, "s1")],
+        [call(script.wanted, dict(script.arguments), "c1")],
+        "done",
+    )
+    bigtool_agent(search, chat).invoke({"messages": [("user", "post hello")]})
+    assert ran == [(script.wanted, dict(script.arguments))]

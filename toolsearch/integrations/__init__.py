@@ -1,0 +1,35 @@
+"""Deferred tools and ToolSearch inside agent frameworks (docs/integrations/index.md).
+
+One module per framework, each behind its own extra, over the framework-neutral
+:mod:`toolsearch.integrations.deferred`:
+
+- :mod:`toolsearch.integrations.langchain` — LangChain agents (a middleware) and
+  ``langgraph-bigtool`` (a ``retrieve_tools`` function); ``toolsearch[langchain]``;
+- :mod:`toolsearch.integrations.openai_agents` — the OpenAI Agents SDK (tools enabled as they
+  are found); ``toolsearch[openai-agents]``;
+- :mod:`toolsearch.integrations.pydantic_ai` — PydanticAI (a toolset that grows);
+  ``toolsearch[pydantic-ai]``.
+
+Importing this package loads no framework.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from toolsearch._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from toolsearch.integrations.deferred import DeferredPool, Savings, SearchAnswer, framework_tool
+
+__all__ = ["DeferredPool", "Savings", "SearchAnswer", "framework_tool"]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "DeferredPool": "deferred",
+        "Savings": "deferred",
+        "SearchAnswer": "deferred",
+        "framework_tool": "deferred",
+    },
+)
