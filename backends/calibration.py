@@ -4,7 +4,7 @@ A threshold only means something for the model whose similarities it was chosen 
 kept per model (:data:`CALIBRATED_MIN_SIMILARITY`) and applies only while the vectors are that
 model's: options that say how the model runs (:data:`SCALE_PRESERVING_OPTIONS`) keep it; a
 different text, encoder or query adapter drops it. The thresholds were chosen on dev splits by
-``benchmarks/ablation.py`` (``docs/retrieval.md``, "Abstention"). The ``hybrid`` and
+``lab/ablation.py`` (``lab/retrieval.md``, "Abstention"). The ``hybrid`` and
 ``postgres`` backends both apply this one rule.
 """
 

@@ -1,13 +1,13 @@
-"""Fine-tuning a sentence-transformers model on labelled tool requests (docs/retrieval.md).
+"""Fine-tuning a sentence-transformers model on labelled tool requests (lab/retrieval.md).
 
-``toolsearch train --full`` and ``benchmarks/fine_tune.py`` train the same way: each request
+``toolsearch train --full`` and ``lab/fine_tune.py`` train the same way: each request
 is paired with the embedded text of each of its gold tools, and the model learns to put a
 request nearer its gold tool's text than every other tool text of its batch (in-batch
 negatives: sentence-transformers' MultipleNegativesRankingLoss, written out here so training
 needs only PyTorch). No tool appears twice in a batch, since a second copy of the gold tool
 would count as a wrong answer. The settings (:class:`Recipe`) are the field's usual ones, fixed
 before measuring: measured leave-one-dataset-out, the trained model also ranks catalogues it
-never saw better than the shipped one (README table "fine_tune").
+never saw better than the published one (docs/results.md, table "fine_tune"; docs/training.md).
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ class Recipe:
 
 
 def description_queries(name: str, tools: Sequence[Tool], min_words: int = 4) -> Dataset:
-    """Labelled requests made from tool metadata alone (docs/retrieval.md, "Pairs from tool
+    """Labelled requests made from tool metadata alone (lab/retrieval.md, "Pairs from tool
     metadata"): each tool whose description opens with a sentence of at least ``min_words``
     words is asked for by that sentence, and its tool text is read without the description, so
     the pair teaches what names and parameters mean instead of repeating the request's words.
@@ -276,9 +276,8 @@ def _batch_loss(torch: Any, model: Any, batch: Sequence[Pair], scale: float) -> 
 
 def save_model(model: Any, folder: Path, record: dict[str, Any]) -> None:
     """Save ``model`` as a sentence-transformers folder whose weights are stored in float16
-    (half the size; the shipped model's probe vectors keep a cosine of 1.000 to float32,
-    docs/retrieval.md) and loaded as float32, with ``record`` (how it was trained) as
-    ``toolsearch-training.json``."""
+    (half the size; the shipped model's vectors barely move, lab/retrieval.md) and loaded as
+    float32, with ``record`` (how it was trained) as ``toolsearch-training.json``."""
     from safetensors.torch import load_file, save_file
 
     model.save(str(folder))

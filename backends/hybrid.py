@@ -17,12 +17,11 @@ Each member ranks the query on its own (its best ``depth`` hits) and the hybrid 
 Members are loaded through :func:`toolsearch.registry.load_backend`, so a third-party backend
 can be fused like a built-in one. A member's name is the registered backend it runs, unless its
 options name one (``member_options = {words = {backend = "bm25"}}``): the same backend can then
-be a member twice with different options. The defaults — :data:`DEFAULT_MEMBERS` (embedding
-0.7, bm25 0.171, bm25_unstemmed 0.129), :data:`DEFAULT_MEMBER_OPTIONS` (bm25 with stemming and
-stop-words, bm25_unstemmed on the words as written, the embedding member's int8 export),
-:data:`DEFAULT_NAME_WEIGHT` — are what
-``benchmarks/ablation.py`` measured best on the dev splits of mcp-workbench, MetaTool and BFCL;
-README "Retrieval quality of the default" and ``docs/retrieval.md`` give the figures.
+be a member twice with different options. The defaults — :data:`DEFAULT_MEMBERS`,
+:data:`DEFAULT_MEMBER_OPTIONS` (bm25 with stemming and stop-words, bm25_unstemmed on the words
+as written, the embedding member's int8 export), :data:`DEFAULT_NAME_WEIGHT` — were chosen on
+dev splits only by ``lab/ablation.py``; docs/backends.md says what the default does, and
+docs/results.md ("The default's design") and ``lab/retrieval.md`` hold the figures.
 
 A member that may take long to index (``warms = True``, the embedding backend) can be updated
 in the background (``background``; by default when called from a thread running an asyncio
@@ -79,9 +78,9 @@ DEFAULT_MEMBERS: Mapping[str, float] = {
 #: ``stem = false`` undoes one): bm25 stems and drops stop-words; bm25_unstemmed is the bm25
 #: backend on the words as written (an exact word form counts twice: in both lexical members),
 #: ranking as the fts5 member it replaced did at a fraction of its cost on long requests
-#: (``docs/retrieval.md``); the embedding member runs the default model's int8 export, which
-#: moves no metric or query style of the default by more than .01 and halves its encoding time
-#: (README "Speed", ``docs/speed.md``).
+#: (``lab/retrieval.md``); the embedding member runs the default model's int8 export, which
+#: changes the default's quality within the regression gate's allowance and encodes faster
+#: (docs/results.md, "Speed"; ``docs/speed.md``).
 DEFAULT_MEMBER_OPTIONS: Mapping[str, Mapping[str, Any]] = {
     "bm25": {"stem": True, "stopwords": True},
     "bm25_unstemmed": {"backend": "bm25", "stem": False},
@@ -91,24 +90,24 @@ DEFAULT_MEMBER_OPTIONS: Mapping[str, Mapping[str, Any]] = {
 FUSIONS: tuple[str, ...] = ("convex", "rrf")
 DEFAULT_FUSION = "convex"
 #: Weight of the name-match feature in convex fusion (chosen on dev splits, each scored with
-#: the fold of the default model that never saw it, ``docs/retrieval.md``).
+#: the fold of the default model that never saw it, ``lab/retrieval.md``).
 DEFAULT_NAME_WEIGHT = 0.1
 #: What a tool gains in convex fusion when the query says every word of its own name (two
 #: words or more): about a close lead between two fused scores. Chosen on dev between 0, 0.1
-#: and a tier of 1.0, which lowered keywords hit@1 and BFCL (``docs/retrieval.md``).
+#: and a tier of 1.0, which lowered keywords hit@1 and BFCL (``lab/retrieval.md``).
 DEFAULT_EXACT_NAME_BONUS = 0.1
 #: What a tool gains in convex fusion when the query names its server: the smallest of the dev
-#: grid within ``CHOICE_MARGIN`` of the best mean dev ndcg@10 (``docs/retrieval.md``).
+#: grid within ``CHOICE_MARGIN`` of the best mean dev ndcg@10 (``lab/retrieval.md``).
 DEFAULT_SERVER_BONUS = 0.2
 #: The share of its server's best score each tool gains in convex fusion: the smallest of the
 #: dev grid within ``CHOICE_MARGIN`` of the best mean dev ndcg@10 over the three datasets and
-#: mcp-workbench inside 10,000 tools (``docs/retrieval.md``).
+#: mcp-workbench inside 10,000 tools (``lab/retrieval.md``).
 DEFAULT_SERVER_SUPPORT = 0.5
 #: "No tool fits" below this best embedding cosine with the default embedding model: the
-#: highest threshold costing at most .01 recall@5 on every dev split (``docs/retrieval.md``).
+#: highest threshold costing at most .01 recall@5 on every dev split (``lab/retrieval.md``).
 DEFAULT_MIN_SIMILARITY = CALIBRATED_MIN_SIMILARITY[DEFAULT_MODEL]
 #: Whether multi-clause requests are split into steps searched one by one (on by default:
-#: it lifts multi-step tasks with no significant loss on any test split, ``docs/retrieval.md``).
+#: it lifts multi-step tasks with no significant loss on any test split, ``lab/retrieval.md``).
 DEFAULT_MULTISTEP = True
 #: The RRF constant used when none is configured (``fusion="rrf"``).
 DEFAULT_K = 5
@@ -116,7 +115,7 @@ DEFAULT_K = 5
 DEFAULT_DEPTH = 100
 #: How many hits each member contributes to a step of a multi-step request: a step's ranking
 #: only fills the first few merged places, and member depths from 10 to 100 scored the same
-#: on every dev split (``docs/retrieval.md``) while 30 fuses a third of the candidates.
+#: on every dev split (``lab/retrieval.md``) while 30 fuses a third of the candidates.
 DEFAULT_STEP_DEPTH = 30
 #: Score normalisation of members not named in ``normalise``: cosines span a narrow band.
 _MINMAX_MEMBERS = frozenset({"embedding"})
@@ -275,7 +274,7 @@ class HybridBackend(BaseBackend):
     each member contributes to a step, whatever ``k`` is asked for (the first hits are the
     same for any ``k`` up to ``depth``). ``min_member_score``:
     ``{member: score}``; no hits ("no tool fits") when every listed member's best raw score is
-    below its threshold (``docs/retrieval.md``); by default the calibrated threshold of the
+    below its threshold (``lab/retrieval.md``); by default the calibrated threshold of the
     embedding member's model (:mod:`toolsearch.backends.calibration`); ``{}`` turns it off.
     ``member_options``: constructor options per member, e.g. ``{"embedding": {"model": ...}}``,
     each updating that member's :data:`DEFAULT_MEMBER_OPTIONS`.

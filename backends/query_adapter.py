@@ -7,9 +7,9 @@ catalogue (cosine / ``temperature``), so each labelled query is pulled towards i
 and away from all the others. Tool vectors, their cache and the ONNX export are untouched: an
 adapter is one small file, quick to train on two cores, and it can be dropped at any time.
 
-Measured by ``benchmarks/query_adapter.py``: it lifts the catalogue it was trained on a lot and
-does nothing for a catalogue it has not seen, so it is an option for teams with labelled
-queries of their own catalogue, not part of the default.
+Measured by ``lab/query_adapter.py`` (docs/results.md, table "query_adapter"): it lifts the
+catalogue it was trained on and not a catalogue it has not seen, so it is an option for teams
+with labelled queries of their own catalogue, not part of the default (docs/training.md).
 """
 
 from __future__ import annotations

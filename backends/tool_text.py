@@ -1,8 +1,8 @@
-"""The text the embedding backend encodes for a tool (README "Backends and how to choose one").
+"""The text the embedding backend encodes for a tool (docs/backends.md).
 
 A tool becomes one short text: by default its name split into words, its search hint, its
 description, its parameter names and their descriptions, in that order (the combination that
-scored best on the public dev sets, see ``docs/retrieval.md``). The most informative
+scored best on the public dev sets, see ``lab/retrieval.md``). The most informative
 parts come first, so capping the text at ``max_words`` (docs/speed.md) drops parameter detail
 before it touches the name or the description.
 """
@@ -44,7 +44,7 @@ TEXT_FIELDS: tuple[str, ...] = (
     "param_descriptions",
 )
 
-#: The fields embedded by default (measured, see ``docs/retrieval.md``).
+#: The fields embedded by default (measured, see ``lab/retrieval.md``).
 DEFAULT_FIELDS: tuple[str, ...] = (
     "name",
     "hint",

@@ -65,8 +65,8 @@ __all__ = [
 ]
 
 #: Backends in the order benchmarks ranked them; the first installed one is the default.
-#: ``benchmarks/ablation.py`` (dev splits of MetaTool, BFCL and mcp-workbench; results in
-#: ``benchmarks/results/ablation.json``) ranks them by mean ndcg@10 in this order.
+#: ``lab/ablation.py`` (dev splits of MetaTool, BFCL and mcp-workbench; results in
+#: ``lab/results/ablation.json``) ranks them by mean ndcg@10 in this order.
 DEFAULT_BACKEND_PREFERENCE: tuple[str, ...] = ("hybrid", "embedding", "fts5", "bm25", "keyword")
 
 ENV_BACKEND = "TOOLSEARCH_BACKEND"

@@ -33,7 +33,7 @@ servers, the tools of a server whose best tool ranks far down are pulled further
 form of ranking servers first and then their tools (MCP-Zero), which matters most when many
 servers offer similar tools.
 
-The measurements behind all five are in ``docs/retrieval.md``.
+The measurements behind all five are in ``lab/retrieval.md``.
 """
 
 from __future__ import annotations

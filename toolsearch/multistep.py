@@ -16,7 +16,7 @@ finds nothing better than the whole request is an elaboration, not a new need), 
 whole request's first :data:`LEAD` hits first and interleaves the rest of it with the kept
 steps' rankings round-robin (:func:`merge_round_robin`), each tool once. The same merge,
 ungated, serves callers that pass several queries at once (:meth:`ToolSearch.search_many`).
-Measurements: ``docs/retrieval.md``.
+Measurements: ``lab/retrieval.md``.
 """
 
 from __future__ import annotations

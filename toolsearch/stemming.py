@@ -5,8 +5,7 @@ function words of a request match every description that uses them and the infle
 content word ("bookings", "booked", "book") match nothing. :class:`TermNormaliser` drops
 :data:`STOPWORDS` and reduces words to their Snowball (Porter 2) stem with PyStemmer, applied
 alike to tool tokens and query tokens so both sides agree. On the public dev sets this lifts
-``bm25`` ndcg@10 from .40 to .55 on MetaTool and from .67 to .71 on BFCL (see
-``docs/retrieval.md``).
+``bm25`` clearly on MetaTool and BFCL (figures in ``lab/retrieval.md``).
 
 The stop-words are function words only (articles, pronouns, auxiliaries, prepositions,
 politeness): never a verb or noun a tool name could be made of, so "get", "list", "find",

@@ -72,17 +72,16 @@ TOKENIZER_VERSION = 2
 #: Words of MCP server names that say how a service is packaged, not which service it is: in
 #: the Docker MCP registry's server names (``okta-mcp-server``, ``keboola-mcp``,
 #: ``notion-remote``) they are the only words shared by many servers. Nobody asking for Okta
-#: says "mcp server", so they are dropped from a tool's server words (docs/retrieval.md).
+#: says "mcp server", so they are dropped from a tool's server words (lab/retrieval.md).
 GENERIC_SERVER_WORDS = frozenset({"mcp", "server", "remote"})
 
 #: The fields of a tool, in the order backends store them.
 FIELDS: tuple[str, ...] = ("server", "name", "description", "hint", "params")
 
-#: How much each field counts. Measured with ``bm25`` on the public development sets (1,500
-#: queries each of BFCL and MetaTool): parameter names matter (dropping them costs 0.055 recall@5
-#: on BFCL); name parts x3 beat x1 by 0.01 on MetaTool and x2/x4 are within 0.005; the server
-#: weight makes no measurable difference there. No dev set carries search hints, so the hint
-#: weight follows the reference scorer, which counts a hint match twice a description match.
+#: How much each field counts, measured with ``bm25`` on the public development sets of BFCL
+#: and MetaTool: parameter names matter, name parts count three times, and the server weight
+#: makes no measurable difference there. No dev set carries search hints, so the hint weight
+#: follows the reference scorer, which counts a hint match twice a description match.
 DEFAULT_FIELD_WEIGHTS: Mapping[str, int] = {
     "server": 1,
     "name": 3,

@@ -1,6 +1,6 @@
 """``toolsearch train``: fit a query adapter to a catalogue's labelled queries
 (docs/query-adapter.md), or with ``--full`` fine-tune the whole embedding model on them and, with
-``--metadata``, on pairs made from catalogues' tool descriptions (docs/retrieval.md)."""
+``--metadata``, on pairs made from catalogues' tool descriptions (lab/retrieval.md)."""
 
 from __future__ import annotations
 
