@@ -152,7 +152,9 @@ def test_missing_shipped_weights_are_a_clear_error(
     from toolsearch.backends import encoders
 
     monkeypatch.setattr(encoders, "SHIPPED_MODEL_PATH", tmp_path / "gone")
-    with pytest.raises(BackendError, match=r"has no weights under .*gone.*tuned_models\.py"):
+    with pytest.raises(
+        BackendError, match=r"has no weights under .*gone.*python -m lab\.tuned_models"
+    ):
         resolve_model_path(encoders.TUNED_MODEL)
 
 
