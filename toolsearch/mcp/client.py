@@ -16,8 +16,11 @@ on a ``subscriptions/listen`` stream on 2026-07-28 sessions; both trigger one re
 (bursts coalesce). A failed re-listing keeps the last good list.
 
 Nothing here raises because a *server* misbehaved: failures become the connection's state,
-and tool calls return a :class:`ToolCallResult` with ``is_error`` set. ``mcp`` is imported
-only when a connection runs, so importing this module stays light.
+and tool calls return a :class:`ToolCallResult` with ``is_error`` set. Every error text made
+here — the server's stderr tail included — passes :meth:`ServerConfig.redact`, so no value
+expanded from ``${VAR}`` reaches a log, a search result or a client (docs/security.md,
+"Secrets in the config"). ``mcp`` is imported only when a connection runs, so importing this
+module stays light.
 """
 
 from __future__ import annotations
@@ -297,6 +300,7 @@ class McpServerConnection:
         return self._original_names.get(tool_name)
 
     def _fatal(self, reason: str) -> None:
+        reason = self.config.redact(reason)
         logger.warning("MCP server %r: %s", self.name, reason)
         self._fatal_reason = reason
 
@@ -432,7 +436,9 @@ class McpServerConnection:
             if client is None or not self._is_modern(client):
                 self._dirty.set()
         elif isinstance(message, Exception):
-            logger.debug("MCP server %r transport error: %s", self.name, message)
+            logger.debug(
+                "MCP server %r transport error: %s", self.name, self.config.redact(str(message))
+            )
 
     async def _listen(
         self, client: Client, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
@@ -473,7 +479,8 @@ class McpServerConnection:
                 with anyio.fail_after(self.call_timeout):
                     tools = await self._list_tools(client)
             except Exception as exc:
-                logger.warning("MCP server %r: re-listing tools failed: %s", self.name, exc)
+                reason = self.config.redact(str(exc))
+                logger.warning("MCP server %r: re-listing tools failed: %s", self.name, reason)
                 continue
             self._set("connected", tools=tools)
 
@@ -551,8 +558,9 @@ class McpServerConnection:
                 server=self.name,
             )
         except Exception as exc:
+            reason = self.config.redact(_describe(_leaf(exc)))
             return ToolCallResult.error(
-                f"calling {remote!r} on MCP server {self.name!r} failed: {_describe(_leaf(exc))}",
+                f"calling {remote!r} on MCP server {self.name!r} failed: {reason}",
                 server=self.name,
             )
         return ToolCallResult(
@@ -593,8 +601,8 @@ class McpServerConnection:
             message = f"MCP server {self.name!r} disconnected during the call to {remote!r}"
         else:
             message = (
-                f"MCP server {self.name!r} returned an error for {remote!r}: {text} "
-                f"(MCP error {code})"
+                f"MCP server {self.name!r} returned an error for {remote!r}: "
+                f"{self.config.redact(text)} (MCP error {code})"
             )
         return ToolCallResult.error(message, server=self.name, code=code)
 
@@ -609,7 +617,7 @@ class McpServerConnection:
     ) -> None:
         self.status = status
         if error is not False:
-            self.error = error
+            self.error = None if error is None else self.config.redact(error)
         if tools is not None:
             self.tools = tuple(tools)
             if not tools:

@@ -16,7 +16,10 @@ An entry with ``command`` is a stdio server (``args``, ``env``, ``cwd`` optional
 ``url`` is a streamable HTTP server (``headers`` optional). ``type`` may say so explicitly
 (``stdio``, ``http``, ``streamable-http``, ``streamableHttp``). ``${VAR}`` and
 ``${VAR:-default}`` are expanded in ``command``, ``args``, ``env``, ``cwd``, ``url`` and
-``headers``, as Claude Code does. ``disabled: true`` skips a server. Keys other hosts add
+``headers``, as Claude Code does; the values that came from the environment are never shown:
+errors quote the config as written and :meth:`ServerConfig.redact` turns each value back into
+its ``${VAR}`` in anything a server prints (docs/security.md, "Secrets in the config").
+``disabled: true`` skips a server. Keys other hosts add
 (``autoApprove``, ``description``...) are ignored so one file can serve several hosts.
 
 A stdio server gets the SDK's safe environment (``HOME``, ``PATH``, ``USER``... — not the
@@ -35,7 +38,7 @@ import math
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -105,6 +108,24 @@ class ServerConfig:
     always_load: bool = False
     startup_timeout: float | None = None
     call_timeout: float | None = None
+    #: Each ``${VAR}`` the entry expanded from the environment, with its value.
+    secrets: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(
+            f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if f.name != "secrets"
+        )
+        return self.redact(f"ServerConfig({shown})")
+
+    def redact(self, text: str) -> str:
+        """``text`` with every value expanded from the environment written as its ``${VAR}``
+        again (longest value first), so errors and a server's stderr never show them."""
+        values = sorted({v: k for k, v in self.secrets.items() if v}.items(), key=_longest)
+        if not values or not text:
+            return text
+        names = dict(values)
+        pattern = re.compile("|".join(re.escape(value) for value, _ in values))
+        return pattern.sub(lambda match: f"${{{names[match.group(0)]}}}", text)
 
     @property
     def tool_prefix(self) -> str:
@@ -112,10 +133,15 @@ class ServerConfig:
         return f"mcp__{normalize_name_part(self.name)}__"
 
     def describe(self) -> str:
-        """A one-line description for logs and error messages (no header or env values)."""
+        """A one-line description for logs and error messages (no header, env or expanded
+        values)."""
         if self.transport == "stdio":
-            return " ".join([self.command or "", *self.args]).strip()
-        return self.url or ""
+            return self.redact(" ".join([self.command or "", *self.args]).strip())
+        return self.redact(self.url or "")
+
+
+def _longest(item: tuple[str, str]) -> tuple[int, str]:
+    return (-len(item[0]), item[0])
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,8 +168,11 @@ class McpConfig:
         return next((s for s in self.servers if s.name == name), None)
 
 
-def expand_env(text: str, environ: Mapping[str, str] | None = None) -> str:
-    """Expand ``${VAR}`` and ``${VAR:-default}`` in ``text``.
+def expand_env(
+    text: str, environ: Mapping[str, str] | None = None, *, used: dict[str, str] | None = None
+) -> str:
+    """Expand ``${VAR}`` and ``${VAR:-default}`` in ``text``; ``used`` collects each variable
+    taken from the environment with its value (what :meth:`ServerConfig.redact` hides).
 
     An unset variable without a default is a :class:`ConfigError` naming it, so a missing
     token fails at load time rather than as an opaque 401 from the server later.
@@ -159,6 +188,8 @@ def expand_env(text: str, environ: Mapping[str, str] | None = None) -> str:
             if default is None:
                 raise ConfigError(f"environment variable {name} is not set")
             return default
+        if used is not None:
+            used[name] = value
         return value
 
     return _ENV_REFERENCE.sub(replace, text)
@@ -256,6 +287,8 @@ def check_tool_prefixes(servers: Iterable[ServerConfig], *, path: str | None = N
 class _Where:
     def __init__(self, path: str | None, server: str) -> None:
         self.path, self.server = path, server
+        #: The variables this entry expanded from the environment, with their values.
+        self.secrets: dict[str, str] = {}
 
     def error(self, message: str, field: str | None = None) -> McpConfigError:
         return McpConfigError(message, path=self.path, server=self.server, field=field)
@@ -284,7 +317,7 @@ def _string(
 
 def _expand(value: str, where: _Where, field: str, environ: Mapping[str, str] | None) -> str:
     try:
-        return expand_env(value, environ)
+        return expand_env(value, environ, used=where.secrets)
     except ConfigError as exc:
         raise where.error(str(exc), field) from None
 
@@ -374,12 +407,14 @@ def _server(
             always_load=always_load,
             startup_timeout=startup,
             call_timeout=call,
+            secrets=where.secrets,
         )
     url = _string(entry, "url", where, environ)
     if url is None:
         raise where.error("a streamable HTTP server needs a url", "url")
     if not re.match(r"https?://[^/\s]+", url):
-        raise where.error(f"must be an http:// or https:// URL, got {url!r}", "url")
+        # Quoted as written: the expanded URL may hold a key from the environment.
+        raise where.error(f"must be an http:// or https:// URL, got {entry['url']!r}", "url")
     return ServerConfig(
         name=name,
         transport="http",
@@ -388,4 +423,5 @@ def _server(
         always_load=always_load,
         startup_timeout=startup,
         call_timeout=call,
+        secrets=where.secrets,
     )
