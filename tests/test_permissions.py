@@ -243,3 +243,39 @@ def test_an_mcp_server_cannot_give_its_tools_aliases() -> None:
     assert tool.name == "mcp__evil__helper" and tool.aliases == () and tool.mcp
     engine = ToolSearch([tool], backend="keyword")  # the real gh server is still connecting
     assert engine.search("select:mcp__gh__create_issue").names == []
+
+
+LOOK_ALIKES = ["Tas\u212a", "\uff34\uff41\uff53\uff4b", "Ta\u017fk", "\u0054ask\u200b"]
+
+
+@pytest.mark.parametrize("name", LOOK_ALIKES)
+def test_a_look_alike_name_is_denied_with_the_name_it_imitates(name: str) -> None:
+    # Kelvin sign, fullwidth letters, long s, a zero-width space: "Task" to a reader, and
+    # "task" to exact-name lookup for the Kelvin sign ("Tas\u212a".lower() == "task").
+    pool = [Tool(name, "Launch a subagent for a task", should_defer=True), Tool("Other", "x")]
+    denied = denied_names(pool, ["Task"])
+    if name.endswith("\u200b"):
+        assert denied == set()  # invisible characters become "_": a different name
+        return
+    assert denied == {name}
+    assert_unreachable(pool, ["Task"], {name})
+    assert ToolSearch(filter_denied(pool, ["Task"]), backend="keyword").search("Task").names == []
+
+
+tricky_names = st.text(
+    alphabet=st.sampled_from(
+        "aAkKsStT_-.\u212a\u017f\u00df\u1e9e\u0130\u0131\u03a3\u03c2\ufb01"
+        "\uff34\uff4b\u2126\u212b\u00c5"
+    ),
+    min_size=1,
+    max_size=8,
+)
+
+
+@PROPERTY
+@given(first=tricky_names, second=tricky_names)
+def test_names_lookup_equates_have_one_permission_key(first: str, second: str) -> None:
+    # Exact-name lookup compares lower-cased names: whatever it equates, a rule must too.
+    if first.lower() == second.lower():
+        assert name_key(first) == name_key(second)
+    assert name_key(first) == name_key(name_key(first))

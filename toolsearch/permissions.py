@@ -5,8 +5,9 @@ A rule is an exact tool name (``mcp__github__delete_repo``, ``WebFetch``) or a w
 searchable set — so a denied tool is never announced, searched, selected or sent.
 
 Rules match the way lookup finds tools (docs/security.md, "Permission rules"): rule and tool
-name both go through :func:`name_key` — the MCP name normalisation every ``mcp__<server>__<tool>``
-name went through, then lower case, because exact-name and prefix search ignore case. So
+name both go through :func:`name_key` — lower case (exact-name and prefix search ignore case),
+Unicode folding (NFKC + casefold: ``Tas\u212a`` with a Kelvin sign is ``task``), then the MCP
+name normalisation every ``mcp__<server>__<tool>`` name went through. So
 ``mcp__My Files``, ``mcp__my.fs`` and ``mcp__FILES__read_file`` deny what a user means by them.
 A server name may itself contain ``__``: ``mcp__a__b`` denies the tool named ``mcp__a__b`` *and*
 every tool of a server called ``a__b``. Over-denying an ambiguous rule is the safe direction.
@@ -15,6 +16,7 @@ A permitted tool keeps no alias that a rule denies, so an alias cannot stand in 
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
@@ -34,9 +36,15 @@ _STAR_ERROR = "'*' is only allowed as mcp__<server>__*"
 
 
 def name_key(text: str) -> str:
-    """The form in which tool names, server names and rules are compared: MCP-normalised
-    (:func:`~toolsearch.tool.normalize_name_part`) and lower-cased."""
-    return normalize_name_part(text).lower()
+    """The form in which tool names, server names and rules are compared: lower-cased as
+    exact-name lookup compares names, folded (NFKC, case folding, NFKC again) so that
+    look-alikes such as the Kelvin sign or fullwidth letters become the letters they imitate,
+    then MCP-normalised (:func:`~toolsearch.tool.normalize_name_part`).
+
+    Folding what lookup lower-cases means any two names lookup treats as one name have one key,
+    so a rule denies everything an exact-name or prefix query could find for it."""
+    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text.lower()).casefold())
+    return normalize_name_part(folded)
 
 
 @dataclass(frozen=True, slots=True)
