@@ -168,6 +168,15 @@ class DeferredPool:
             [*self._local, *hub_tools], deny=self.rules, max_results_cap=self.max_results_cap
         )
 
+    def set_tools(self, tools: Iterable[Tool]) -> None:
+        """Replace the framework's tools (for a framework that lists its tools per run); the
+        engine re-indexes in proportion to what changed."""
+        local = list(tools)
+        self._check_names(local)
+        self._local = local
+        self._pool = self._resolve()
+        self.engine.set_tools(self._pool.tools)
+
     def refresh(self) -> ResolvedTools:
         """Re-read the hub's tools (servers come and go) and update the engine in proportion
         to what changed; returns the permitted pool."""

@@ -1,0 +1,191 @@
+"""The PydanticAI toolset, end to end with PydanticAI's FunctionModel over the bundled
+495-tool catalogue."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pydantic_ai", reason="needs toolsearch[pydantic-ai]")
+
+from pydantic_ai import Agent, RunContext
+from pydantic_ai import Tool as PydanticTool
+from pydantic_ai.capabilities import ProcessHistory
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    RetryPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from toolsearch.errors import ConfigError
+from toolsearch.integrations.pydantic_ai import ToolSearchToolset
+from toolsearch.tool import TOOL_SEARCH_NAME, Tool
+
+
+def pydantic_tools(
+    tools: list[Tool], ran: list[tuple[str, dict[str, Any]]]
+) -> list[PydanticTool[Any]]:
+    """Every catalogue tool as a PydanticAI tool with the catalogue's JSON schema."""
+
+    def make(tool: Tool) -> PydanticTool[Any]:
+        def run(**arguments: Any) -> str:
+            ran.append((tool.name, arguments))
+            return f"{tool.name} done"
+
+        return PydanticTool.from_schema(
+            run,
+            name=tool.name,
+            description=tool.description,
+            json_schema=dict(tool.input_schema),
+        )
+
+    return [make(t) for t in tools]
+
+
+class Script:
+    """A FunctionModel function that replies turn by turn and records what each call saw."""
+
+    def __init__(self, *turns: list[ToolCallPart] | str) -> None:
+        self.turns = list(turns)
+        self.tools: list[list[str]] = []
+        self.instructions: list[str | None] = []
+        self.seen: list[list[ModelMessage]] = []
+
+    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        self.tools.append([t.name for t in info.function_tools])
+        self.instructions.append(info.instructions)
+        self.seen.append(list(messages))
+        turn = self.turns.pop(0)
+        if isinstance(turn, str):
+            return ModelResponse(parts=[TextPart(turn)])
+        return ModelResponse(parts=list(turn))
+
+
+def call(name: str, args: dict[str, Any], call_id: str) -> ToolCallPart:
+    return ToolCallPart(name, args, tool_call_id=call_id)
+
+
+def returns(messages: Sequence[ModelMessage]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for message in messages:
+        if isinstance(message, ModelRequest):
+            for part in message.parts:
+                if isinstance(part, ToolReturnPart | RetryPromptPart):
+                    found[part.tool_call_id] = part
+    return found
+
+
+def test_agent_searches_loads_and_calls_a_tool_and_never_reaches_a_denied_one(
+    workbench: list[Tool], script: Any
+) -> None:
+    ran: list[tuple[str, dict[str, Any]]] = []
+    arguments = dict(script.arguments)
+    model = Script(
+        [call(TOOL_SEARCH_NAME, {"query": script.query, "max_results": 3}, "s1")],
+        [call(script.wanted, arguments, "c1"), call(script.denied, {"payment_intent": "p"}, "c2")],
+        [
+            call(TOOL_SEARCH_NAME, {"query": script.denied_query}, "s2"),
+            call(TOOL_SEARCH_NAME, {"query": f"select:{script.denied}"}, "s3"),
+        ],
+        "done",
+    )
+    toolset = ToolSearchToolset(
+        pydantic_tools(workbench, ran),
+        deny=[script.denied, script.denied_server],
+        backend="bm25",
+    )
+    agent = Agent(FunctionModel(model), toolsets=[toolset], instructions="Help.")
+    result = agent.run_sync("post hello to #general")
+
+    out = returns(result.all_messages())
+    assert script.wanted in out["s1"].content
+    assert ran == [(script.wanted, arguments)]
+    assert out["c1"].content == f"{script.wanted} done"
+    # PydanticAI answers a call to a tool it was not given as an unknown tool
+    assert str(out["c2"].content).startswith(f"Unknown tool name: {script.denied!r}")
+    assert script.denied not in str(out["s2"].content)
+    assert "No matching deferred tools found" in out["s3"].content
+    assert model.tools[0] == [TOOL_SEARCH_NAME]
+    assert model.tools[1][0] == TOOL_SEARCH_NAME
+    assert script.wanted in model.tools[1] and len(model.tools[1]) == 4
+    assert all(script.denied not in names for names in model.tools)
+    assert "<available-deferred-tools>" in (model.instructions[0] or "")
+    assert script.denied not in (model.instructions[0] or "")
+    assert toolset.discovered[0] == script.wanted
+    savings = toolset.savings()
+    assert savings.requests == len(model.tools) == 4
+    assert 0 < savings.tokens_sent < savings.tokens_without_search
+    print("pydantic-ai test agent:", savings.to_json())
+
+
+def test_loaded_tools_survive_trimming_the_history(workbench: list[Tool], script: Any) -> None:
+    """A history processor (PydanticAI's ProcessHistory) that keeps only the last message
+    drops the ToolSearch result; the loaded tool stays listed and callable in the next run of
+    the conversation too."""
+
+    def keep_last_message(messages: list[ModelMessage]) -> list[ModelMessage]:
+        return messages[-1:]
+
+    ran: list[tuple[str, dict[str, Any]]] = []
+    model = Script(
+        [call(TOOL_SEARCH_NAME, {"query": f"select:{script.wanted}"}, "s1")],
+        "loaded",
+        [call(script.wanted, dict(script.arguments), "c1")],
+        "sent",
+    )
+    toolset = ToolSearchToolset(pydantic_tools(workbench, ran), backend="keyword")
+    trim = ProcessHistory(keep_last_message)
+    agent = Agent(FunctionModel(model), toolsets=[toolset], capabilities=[trim])
+    first = agent.run_sync("load the slack tool")
+    agent.run_sync("now post hello", message_history=first.all_messages())
+
+    assert len(model.seen[2]) == 1
+    assert script.wanted in model.tools[2]
+    assert ran == [(script.wanted, dict(script.arguments))]
+
+
+def test_tools_loaded_up_front_are_listed_from_the_start(
+    workbench: list[Tool], script: Any
+) -> None:
+    ran: list[tuple[str, dict[str, Any]]] = []
+    model = Script("done")
+    toolset = ToolSearchToolset(
+        pydantic_tools(workbench, ran), always_load=[script.wanted], backend="keyword"
+    )
+    Agent(FunctionModel(model), toolsets=[toolset]).run_sync("hi")
+
+    assert model.tools[0] == [TOOL_SEARCH_NAME, script.wanted]
+
+
+def test_always_load_must_name_a_tool_of_the_toolset(workbench: list[Tool]) -> None:
+    toolset = ToolSearchToolset(pydantic_tools(workbench, []), always_load=["mcp__slack__sned"])
+    with pytest.raises(
+        ConfigError, match="always_load names no tool of the toolset: mcp__slack__sned"
+    ):
+        Agent(FunctionModel(Script("done")), toolsets=[toolset]).run_sync("hi")
+
+
+def test_context_argument_is_kept_for_wrapped_tools() -> None:
+    """A wrapped tool that takes the run context still receives it."""
+    seen: list[str] = []
+
+    def whoami(ctx: RunContext[str], greeting: str) -> str:
+        """Greets the user by their name."""
+        seen.append(f"{greeting} {ctx.deps}")
+        return "ok"
+
+    model = Script(
+        [call(TOOL_SEARCH_NAME, {"query": "select:whoami"}, "s1")],
+        [call("whoami", {"greeting": "hi"}, "c1")],
+        "done",
+    )
+    toolset = ToolSearchToolset([whoami], backend="keyword")
+    Agent(FunctionModel(model), toolsets=[toolset], deps_type=str).run_sync("x", deps="ana")
+    assert seen == ["hi ana"]
