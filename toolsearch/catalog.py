@@ -3,7 +3,8 @@
 Loading is all or nothing: the first invalid record raises :class:`CatalogError` naming the
 file, the line (or array item) and the field, and no partial catalogue is returned. JSON is read
 strictly (docs/security.md, "Files and catalogues"): duplicate keys, ``NaN``/``Infinity``,
-out-of-range numbers and nesting deeper than :data:`MAX_DEPTH` are errors, never guesses.
+out-of-range numbers and nesting deeper than :data:`MAX_DEPTH` are errors, never guesses, and
+so is a lone surrogate (``"\\udfff"``: valid JSON, not Unicode text) anywhere in a record.
 """
 
 from __future__ import annotations
@@ -15,7 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from toolsearch.errors import CatalogError
-from toolsearch.tool import MAX_JSON_DEPTH, MCP_PREFIX, Tool, json_depth, mcp_tool_name
+from toolsearch.tool import (
+    MAX_JSON_DEPTH,
+    MCP_PREFIX,
+    SURROGATE_HINT,
+    Tool,
+    json_depth,
+    lone_surrogate,
+    mcp_tool_name,
+)
 
 __all__ = [
     "MAX_DEPTH",
@@ -191,18 +200,25 @@ def tool_from_dict(
     metadata = {k: v for k, v in data.items() if k not in _KNOWN}
     if meta:
         metadata["_meta"] = dict(meta)
-    return Tool(
-        name=name,
-        description=description,
-        input_schema=_json_copy(schema, where, schema_key),
-        search_hint=hint,
-        always_load=always,
-        should_defer=should_defer,
-        aliases=tuple(aliases),
-        server=server,
-        is_mcp=is_mcp,
-        metadata=metadata,
-    )
+    try:
+        return Tool(
+            name=name,
+            description=description,
+            input_schema=_json_copy(schema, where, schema_key),
+            search_hint=hint,
+            always_load=always,
+            should_defer=should_defer,
+            aliases=tuple(aliases),
+            server=server,
+            is_mcp=is_mcp,
+            metadata=metadata,
+        )
+    except ValueError:
+        surrogate = lone_surrogate(data)  # the one thing Tool refuses that is not checked above
+        if surrogate is None:
+            raise
+        field_path, what = surrogate
+        raise where.error(f"has {what}, {SURROGATE_HINT}", field_path.lstrip(".")) from None
 
 
 def _json_copy(value: Any, where: _Where, field: str | None) -> Any:

@@ -16,10 +16,12 @@ from typing import Any
 __all__ = [
     "MAX_JSON_DEPTH",
     "MCP_PREFIX",
+    "SURROGATE_HINT",
     "TOOL_SEARCH_NAME",
     "Tool",
     "is_deferred",
     "json_depth",
+    "lone_surrogate",
     "mcp_tool_name",
     "normalize_name_part",
     "pool_order",
@@ -55,6 +57,85 @@ def json_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> int:
             return deepest
         stack.extend((child, level) for child in children)
     return deepest
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _children(item: Any) -> Iterable[tuple[str, Any]]:
+    """``(step, child)`` of an object's values (``.key``) or an array's items (``[i]``)."""
+    if isinstance(item, Mapping):
+        return ((f".{key}", child) for key, child in item.items())
+    if isinstance(item, list | tuple):
+        return ((f"[{index}]", child) for index, child in enumerate(item))
+    return ()
+
+
+def _has_surrogate(value: Any) -> bool:
+    """Whether a lone surrogate is anywhere in ``value``: every string of JSON-like data
+    gathered in one pass and searched once (the check runs for every tool made)."""
+    strings: list[str] = []
+    stack = [value]
+    visited = 0
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str:
+            strings.append(item)
+        elif kind is dict or isinstance(item, Mapping):
+            strings.extend(key for key in item if type(key) is str)
+            stack.extend(item.values())
+        elif kind is list or kind is tuple:
+            stack.extend(item)
+        elif isinstance(item, str):
+            strings.append(str(item))
+        visited += 1
+        if visited > _MAX_NODES:  # a cycle (no tool data is this large)
+            return _walk_has_surrogate(value)
+    return _SURROGATE.search("".join(strings)) is not None
+
+
+_MAX_NODES = 10_000_000
+
+
+def _walk_has_surrogate(value: Any) -> bool:
+    seen: set[int] = set()
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return True
+        elif isinstance(item, Mapping | list | tuple) and id(item) not in seen:
+            seen.add(id(item))
+            stack.extend(item.keys() if isinstance(item, Mapping) else ())
+            stack.extend(item.values() if isinstance(item, Mapping) else item)
+    return False
+
+
+def lone_surrogate(value: Any, path: str = "") -> tuple[str, str] | None:
+    """``(path, what)`` of the first lone surrogate in ``value`` (a string or JSON-like data),
+    e.g. ``("input_schema.properties.p", "a lone surrogate U+DFFF at character 13")``, or None.
+    Such a character (a JSON escape such as ``\\udfff`` decodes to one) is not Unicode text:
+    nothing can encode it as UTF-8."""
+    if not _has_surrogate(value):  # the common case: one pass, no paths built
+        return None
+    stack: list[tuple[str, Any]] = [(path, value)]
+    while stack:
+        where, item = stack.pop()
+        text = item if isinstance(item, str) else None
+        if isinstance(item, Mapping):
+            text = next((k for k in item if isinstance(k, str) and _SURROGATE.search(k)), None)
+        found = _SURROGATE.search(text) if text is not None else None
+        if found is not None:
+            what = "a key with a lone surrogate" if text is not item else "a lone surrogate"
+            return where, f"{what} U+{ord(found.group()):04X} at character {found.start()}"
+        stack.extend((where + step, child) for step, child in reversed(list(_children(item))))
+    return None
+
+
+#: Why a lone surrogate is refused, for error messages.
+SURROGATE_HINT = "not Unicode text (often a broken \\u escape); fix the text"
 
 
 def _empty_schema() -> Mapping[str, Any]:
@@ -115,6 +196,7 @@ class Tool:
             raise ValueError(
                 f"tool {self.name!r}: input_schema nests deeper than {MAX_JSON_DEPTH} levels"
             )
+        self._refuse_surrogates()
         hint = self.search_hint
         if hint is not None:
             hint = " ".join(hint.split()) or None
@@ -126,6 +208,26 @@ class Tool:
             object.__setattr__(
                 self, "is_mcp", self.name.startswith(MCP_PREFIX) or self.server is not None
             )
+
+    def _refuse_surrogates(self) -> None:
+        """A lone surrogate anywhere is a ``ValueError``: hashing, indexing or printing the tool
+        would fail later, in every backend (docs/security.md, "Files and catalogues")."""
+        fields = {
+            "name": self.name,
+            "description": self.description,
+            "search_hint": self.search_hint,
+            "aliases": self.aliases,
+            "server": self.server,
+            "input_schema": self.input_schema,
+            "metadata": self.metadata,
+        }
+        if not _has_surrogate(list(fields.values())):
+            return
+        for field_name, value in fields.items():
+            found = lone_surrogate(value, field_name)
+            if found is not None:
+                where, what = found
+                raise ValueError(f"tool {self.name!r}: {where} has {what}, {SURROGATE_HINT}")
 
     @property
     def mcp(self) -> bool:
