@@ -1,0 +1,169 @@
+"""Every code example of the README runs as written, or is listed here with why it is not.
+
+Shell blocks run with bash from the repository root (``pip install`` lines are left out: the
+test runs in the environment the README's own install made); console blocks run their ``$``
+lines and, where the README shows JSON output, compare it with what the command printed;
+Python blocks run in a fresh interpreter; TOML blocks load as a toolsearch config and JSON
+blocks as what their section says they are.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from toolsearch.config import check_settings, load_settings
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.M | re.S)
+TIMEOUT = 240
+
+
+@dataclass(frozen=True)
+class Block:
+    """One fenced code block of the README."""
+
+    language: str
+    text: str
+    line: int
+
+    @property
+    def first(self) -> str:
+        return self.text.splitlines()[0]
+
+
+def readme_blocks() -> list[Block]:
+    text = README.read_text(encoding="utf-8")
+    return [
+        Block(m.group(1), m.group(2), text.count("\n", 0, m.start()) + 1)
+        for m in FENCE.finditer(text)
+    ]
+
+
+#: Blocks not run here, by their first line: why, and what runs them instead.
+SKIPPED = {
+    "pip install torch==2.13.0 && pip install -e '.[all]' && toolsearch bench": (
+        "installs packages and benchmarks every backend (minutes); .ci/run's regression gate "
+        "runs the same benchmark"
+    ),
+    "pip install torch==2.13.0 && pip install -e '.[all,dev]' && ruff check . && ruff format "
+    "--check . && mypy && pytest": "the test command itself; .ci/run runs it (checked below)",
+    "toolsearch serve --config tests/mcp_servers/example_mcp.json --deny "
+    "mcp__workspace__aws_delete_bucket": (
+        "serves until stopped; tests/test_mcp_gateway.py and tests/test_mcp_hub.py run the "
+        "gateway and hub on this config"
+    ),
+    "pip install 'toolsearch[postgres,postgres-server,embedding,mcp]'": (
+        "starts PostgreSQL and serves until stopped; tests/test_postgres.py runs the backend on "
+        "a throwaway server"
+    ),
+}
+
+#: Blocks that run only with ``-m slow``: why.
+SLOW = {
+    "pip install torch==2.13.0 && pip install -e '.[all]'": (
+        "the default backend encodes the 495 bundled tools once (tens of seconds on two cores)"
+    ),
+}
+
+
+def _cases() -> list[object]:
+    cases: list[object] = []
+    for block in readme_blocks():
+        marks = [pytest.mark.slow] if block.first in SLOW else []
+        cases.append(pytest.param(block, id=f"line{block.line}-{block.language}", marks=marks))
+    return cases
+
+
+def _env() -> dict[str, str]:
+    """This interpreter's ``toolsearch`` and ``python`` first on PATH; no backend forced."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLSEARCH_BACKEND")}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["PYTHON"] = sys.executable
+    return env
+
+
+def _run(argv: list[str]) -> str:
+    done = subprocess.run(
+        argv, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=TIMEOUT, check=False
+    )
+    assert done.returncode == 0, f"{argv} exited {done.returncode}:\n{done.stderr[-3000:]}"
+    return done.stdout
+
+
+def _shell(block: Block) -> None:
+    lines = [line for line in block.text.splitlines() if not line.startswith("pip install")]
+    _run(["bash", "-euo", "pipefail", "-c", "\n".join(lines)])
+
+
+def _console(block: Block) -> None:
+    """Each ``$`` command runs; JSON shown under a command equals the JSON it prints."""
+    for chunk in re.split(r"^\$ ", block.text, flags=re.M)[1:]:
+        command, _, shown = chunk.partition("\n")
+        out = _run(["bash", "-euo", "pipefail", "-c", command])
+        if shown.strip().startswith("{"):
+            assert json.loads(out) == json.loads(shown), command
+
+
+def _python(block: Block) -> str:
+    return _run([sys.executable, "-c", block.text])
+
+
+def _toml(block: Block, tmp_path: Path) -> None:
+    (tmp_path / "toolsearch.toml").write_text(block.text, encoding="utf-8")
+    settings = load_settings(tmp_path, env={})
+    check_settings(settings)
+    assert settings.backend == tomllib.loads(block.text)["backend"]
+
+
+def _json(block: Block) -> None:
+    """A client config: Claude Desktop / Cursor (``mcpServers``) or VS Code (``servers``)."""
+    from toolsearch.mcp.config import parse_mcp_config
+
+    data = json.loads(block.text)
+    if "mcpServers" in data:
+        (server,) = parse_mcp_config(data).servers
+        assert server.name == "toolsearch"
+        return
+    entry = data["servers"]["toolsearch"]
+    assert entry["type"] == "stdio" and entry["command"] == "toolsearch"
+    assert entry["args"][:2] == ["serve", "--config"]
+
+
+@pytest.mark.parametrize("block", _cases())
+def test_readme_block_runs(block: Block, tmp_path: Path) -> None:
+    if block.first in SKIPPED:
+        pytest.skip(SKIPPED[block.first])
+    if block.language == "bash":
+        _shell(block)
+    elif block.language == "console":
+        _console(block)
+    elif block.language == "python":
+        out = _python(block)
+        if "AgentLoop" in block.text:
+            assert out.splitlines()[-1] == "end_turn Posted in #deploys."
+    elif block.language == "toml":
+        _toml(block, tmp_path)
+    elif block.language == "json":
+        _json(block)
+    else:
+        pytest.fail(f"README.md:{block.line}: no rule for a {block.language or 'plain'!r} block")
+
+
+def test_every_listed_block_is_in_the_readme() -> None:
+    firsts = {block.first for block in readme_blocks()}
+    assert set(SKIPPED) | set(SLOW) <= firsts
+
+
+def test_ci_runs_the_readme_test_command_exactly() -> None:
+    (command,) = [b.first for b in readme_blocks() if b.first.endswith("&& mypy && pytest")]
+    assert command in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
