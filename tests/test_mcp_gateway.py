@@ -199,16 +199,16 @@ async def test_removed_tools_are_announced_once(tmp_path: Path) -> None:
         gateway = Gateway(hub)
         with anyio.fail_after(20):
             assert await hub.wait_ready()
-        assert gateway.search({"query": "ping"}).structured_content["removed_tools"] == {}
+        assert (await gateway.search({"query": "ping"})).structured_content["removed_tools"] == {}
         await gateway.call({"name": "mcp__flaky__crash"})
         with anyio.fail_after(10):
             assert await hub.wait_until(lambda h: h.servers["flaky"].status == "disconnected")
-        announced = gateway.search({"query": "ping"})
+        announced = await gateway.search({"query": "ping"})
         removed = announced.structured_content["removed_tools"]
         assert set(removed) == {"mcp__flaky__ping", "mcp__flaky__crash"}
         assert "disconnected" in removed["mcp__flaky__ping"]
         assert "Removed since the last search: " in announced.text
-        assert gateway.search({"query": "ping"}).structured_content["removed_tools"] == {}
+        assert (await gateway.search({"query": "ping"})).structured_content["removed_tools"] == {}
 
 
 LOCAL = [

@@ -94,6 +94,7 @@ async def hub() -> AsyncIterator[McpHub]:
             timeout=30,
         )
         assert settled, running.servers
+        assert await running.wait_indexed(timeout=30)
         yield running
 
 
@@ -271,6 +272,7 @@ async def test_list_changed_reindexes_only_what_changed(mode: str) -> None:
         async def changed(predicate: Any) -> None:
             with anyio.fail_after(10):
                 assert await hub.wait_until(predicate)
+                assert await hub.wait_indexed()
 
         add = {"name": "notes_archive", "description": "Archive a note."}
         assert not (await hub.call_tool("mcp__notes__admin_add_tool", add)).is_error

@@ -56,7 +56,7 @@ async def test_server_rules_deny_awkward_server_names_on_every_path() -> None:
             "mcp__Files__ping",
         ):
             for query in (name, name.lower(), f"select:{name}", name.rsplit("__", 1)[0], "ping"):
-                found = gateway.search({"query": query, "max_results": 50})
+                found = await gateway.search({"query": query, "max_results": 50})
                 names = [tool["name"] for tool in found.structured_content["tools"]]
                 assert name not in names, query
             called = await gateway.call({"name": name})
@@ -100,7 +100,8 @@ async def test_gateway_finds_always_load_servers_tools() -> None:
             assert await hub.wait_ready()
         for query in ("create a note", "mcp__notes", "+notes create"):
             names = [
-                t["name"] for t in gateway.search({"query": query}).structured_content["tools"]
+                t["name"]
+                for t in (await gateway.search({"query": query})).structured_content["tools"]
             ]
             assert "mcp__notes__notes_create" in names, query
 

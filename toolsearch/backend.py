@@ -8,6 +8,8 @@ inheriting from anything here. Optional capabilities are plain class attributes:
 ``name``         the registry name (``"bm25"``)
 ``incremental``  has ``upsert(tools)`` and ``remove(names)`` that give the same results as a rebuild
 ``persistent``   keeps its index outside the process (a file or cache)
+``isolated_writes``  its writes are transactions that searches from other threads never see
+                 half-done, so the engine lets searches run while it writes (docs/concurrency.md)
 ``extra``        the ``toolsearch[...]`` extra that installs its dependencies
 ``requires``     import names that must be importable for it to work
 ``server_env``   the environment variable that names the server it needs (``None``: none)
@@ -79,6 +81,7 @@ class BaseBackend:
     name: ClassVar[str] = ""
     incremental: ClassVar[bool] = False
     persistent: ClassVar[bool] = False
+    isolated_writes: ClassVar[bool] = False
     extra: ClassVar[str | None] = None
     requires: ClassVar[tuple[str, ...]] = ()
 

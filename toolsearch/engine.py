@@ -11,9 +11,13 @@ Dispatch order (docs/reference-behaviour.md §2), identical for every backend:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import functools
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from fasteners import ReaderWriterLock
 
 from toolsearch.backend import IncrementalBackend, SearchBackend
 from toolsearch.errors import QueryError
@@ -176,6 +180,10 @@ class ToolSearch:
         self._index = PoolIndex()
         self._indexed: dict[str, str] = {}
         self._required = RequiredIndex()
+        #: Searches share the engine; a pool change takes it alone (docs/concurrency.md).
+        self._lock = ReaderWriterLock()
+        self._writer = threading.Lock()
+        self._resync = False
         self.set_tools(tools)
 
     @property
@@ -196,21 +204,51 @@ class ToolSearch:
         """Replace the pool, at a cost in proportion to what changed (docs/security.md,
         "Updates"): tools are compared by identity, content hashes are cached per tool, an
         incremental backend re-indexes only tools whose content changed (any other backend
-        rebuilds), and the ``+required`` index changes in place for the tools that changed."""
+        rebuilds), and the ``+required`` index changes in place for the tools that changed.
+
+        Safe to call while other threads search (docs/concurrency.md): the engine's own
+        structures change under a write lock; the backend's writes run under it too, unless
+        the backend's writes are ``isolated_writes`` (a database transaction), when searches
+        go on meanwhile. A backend write that fails leaves the engine to re-index the whole
+        pool on the next call, so a retried ``set_tools`` repairs what the failure missed."""
+        with self._writer:
+            with self._lock.write_lock():
+                write = self._stage(tools)
+                if not getattr(self.backend, "isolated_writes", False):
+                    self._write(write)
+                    return
+            self._write(write)
+
+    def _write(self, write: Callable[[], None] | None) -> None:
+        if write is None:
+            return
+        try:
+            write()
+        except BaseException:
+            self._resync = True
+            raise
+        self._resync = False
+
+    def _stage(self, tools: Iterable[Tool]) -> Callable[[], None] | None:
+        """Apply a new pool to the engine's own structures; returns the backend write that
+        brings the backend level with them (None: nothing to write)."""
         change = self._index.set_tools(tools)
         deferred = self._index.deferred
         incremental = isinstance(self.backend, IncrementalBackend)
-        if change.rebuilt or not incremental:
+        if self._resync or change.rebuilt or not incremental:
             wanted = {tool.name: tool.content_hash() for tool in deferred}
-            if self._indexed and incremental:
+            write: Callable[[], None] | None = None
+            if self._resync:
+                write = functools.partial(self.backend.index, list(deferred))
+            elif self._indexed and incremental:
                 removed = [name for name in self._indexed if name not in wanted]
                 changed = [t for t in deferred if self._indexed.get(t.name) != wanted[t.name]]
-                self._reindex(removed, changed)
+                write = functools.partial(self._reindex, removed, changed)
             elif change.rebuilt or change.removed or change.added:
-                self.backend.index(list(deferred))
+                write = functools.partial(self.backend.index, list(deferred))
             self._indexed = wanted
             self._required.rebuild(deferred)
-            return
+            return write
         gone = [tool for tool in change.removed if is_deferred(tool)]
         new = [tool for tool in change.added if is_deferred(tool)]
         staying = {tool.name for tool in new}
@@ -219,8 +257,10 @@ class ToolSearch:
         for name in removed:
             self._indexed.pop(name, None)
         self._indexed.update((tool.name, tool.content_hash()) for tool in new)
-        self._reindex(removed, changed)
         self._required.apply(gone, new)
+        if not (removed or changed):
+            return None
+        return functools.partial(self._reindex, removed, changed)
 
     def _reindex(self, removed: Sequence[str], changed: Sequence[Tool]) -> None:
         assert isinstance(self.backend, IncrementalBackend)
@@ -240,13 +280,14 @@ class ToolSearch:
                 f"max_results must be between 1 and {self.max_results_cap}, got {max_results}"
             )
         selected = parse_select(query) or []
-        return SearchResult(
-            query=query,
-            matches=tuple(self._dispatch(query, max_results)),
-            total_deferred_tools=len(self._index.deferred),
-            pending_mcp_servers=self.pending_servers,
-            not_found=tuple(dict.fromkeys(n for n in selected if self._selectable(n) is None)),
-        )
+        with self._lock.read_lock():
+            return SearchResult(
+                query=query,
+                matches=tuple(self._dispatch(query, max_results)),
+                total_deferred_tools=len(self._index.deferred),
+                pending_mcp_servers=self.pending_servers,
+                not_found=tuple(dict.fromkeys(n for n in selected if self._selectable(n) is None)),
+            )
 
     def search_many(
         self, queries: Sequence[str], max_results: int = DEFAULT_MAX_RESULTS

@@ -24,15 +24,19 @@ request passes Host/Origin allow-lists and, off loopback, a bearer token (docs/s
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
+import logging
 import signal
 import socket
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from toolsearch.engine import DEFAULT_MAX_RESULTS, tool_search_tool
-from toolsearch.errors import ConfigError, QueryError
+from toolsearch.errors import BackendError, ConfigError, QueryError
 from toolsearch.mcp.client import ToolCallResult, require_sdk
 from toolsearch.mcp.config import McpConfig
 from toolsearch.mcp.hub import HubSearchResult, McpHub, ToolChange
@@ -44,6 +48,8 @@ if TYPE_CHECKING:
 __all__ = [
     "CALL_TOOL_NAME",
     "MAX_QUERIES",
+    "MAX_REMOVED_NOTICES",
+    "MAX_SESSIONS",
     "SEARCH_TOOL_NAME",
     "SHUTDOWN_GRACE",
     "Gateway",
@@ -51,7 +57,13 @@ __all__ = [
     "serve",
 ]
 
+logger = logging.getLogger("toolsearch.mcp.gateway")
+
 SEARCH_TOOL_NAME = "search_tools"
+#: Removed tools named in one search result (the rest are counted).
+MAX_REMOVED_NOTICES = 50
+#: Client sessions whose place in the change history is kept (least recently used dropped).
+MAX_SESSIONS = 4096
 #: The most queries one ``search_tools`` call may carry in ``queries``.
 MAX_QUERIES = 10
 CALL_TOOL_NAME = "call_tool"
@@ -111,13 +123,70 @@ def _query_problem(query: object, queries: object) -> str | None:
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class _Removed:
+    """Tools removed since a session's last search: ``names`` (name -> why) named, ``more``
+    not named, ``missed`` changes older than the hub's bounded history."""
+
+    names: dict[str, str]
+    more: int = 0
+    missed: int = 0
+
+    def counts(self) -> dict[str, int]:
+        return {"removed_tools_not_shown": self.more, "changes_missed": self.missed}
+
+    def summary(self) -> str:
+        parts = []
+        if self.more:
+            parts.append(f"{self.more} more tools were removed")
+        if self.missed:
+            parts.append(f"{self.missed} older changes are no longer known")
+        return "; ".join(parts) + "; search again for current tools"
+
+
+def _found_payload(
+    found: HubSearchResult, tools: list[dict[str, Any]], removed: _Removed, merged: int
+) -> dict[str, Any]:
+    """The text payload of a result that matched: the tools, and every server or removal
+    that makes it partial."""
+    payload: dict[str, Any] = {"tools": tools}
+    if merged:
+        payload["merged"] = f"{merged} queries, merged round-robin, each tool once"
+    if found.result.not_found:
+        payload["not_found"] = list(found.result.not_found)
+    if found.pending_servers:
+        payload["pending_mcp_servers"] = list(found.pending_servers)
+    if found.failed_servers:
+        payload["failed_mcp_servers"] = dict(found.failed_servers)
+    if found.index_error is not None:
+        payload["index_error"] = f"{found.index_error}; retrying, results may miss recent changes"
+    if removed.names:
+        payload["removed_tools"] = dict(removed.names)
+    if removed.more or removed.missed:
+        payload["removed_tools_note"] = removed.summary()
+    return payload
+
+
+def _session_key(ctx: Any) -> Hashable:
+    """Who is asking: the HTTP ``Mcp-Session-Id`` when there is one, else the connection's
+    session object (stdio: the one client)."""
+    request = getattr(ctx, "request", None)
+    headers = getattr(request, "headers", None)
+    if headers is not None:
+        session_id = headers.get("mcp-session-id")
+        if session_id:
+            return str(session_id)
+    return id(ctx.session)
+
+
 class Gateway:
     """The MCP server side: ``search_tools`` and ``call_tool`` over an :class:`McpHub`."""
 
     def __init__(self, hub: McpHub, *, name: str = "toolsearch") -> None:
         self.hub = hub
         self.name = name
-        self._seen_changes = 0
+        #: Per client session: how many hub changes its last search had seen (bounded LRU).
+        self._sessions: OrderedDict[Hashable, int] = OrderedDict()
         hub.defer_all_tools()  # a gateway client has no other way to learn of alwaysLoad tools
 
     def tool_definitions(self) -> list[dict[str, Any]]:
@@ -152,38 +221,57 @@ class Gateway:
 
     # ------------------------------------------------------------------ handlers
 
-    def search(self, arguments: Mapping[str, Any]) -> ToolCallResult:
-        """Answer one ``search_tools`` call (bad arguments are an error result)."""
+    async def search(
+        self, arguments: Mapping[str, Any], session: Hashable = None
+    ) -> ToolCallResult:
+        """Answer one ``search_tools`` call for the client ``session`` (bad arguments and an
+        unavailable index are error results; the search runs off the event loop)."""
         query, queries = arguments.get("query"), arguments.get("queries")
         max_results = arguments.get("max_results", DEFAULT_MAX_RESULTS)
         problem = _query_problem(query, queries)
         if problem is not None:
             return ToolCallResult.error(f"search_tools: {problem}")
         try:
-            if isinstance(query, str):
-                found = self.hub.search(query, max_results)
-            else:
-                found = self.hub.search_many(list(queries or ()), max_results)
+            asked = query if isinstance(query, str) else list(queries or ())
+            found = await self.hub.asearch(asked, max_results)
         except QueryError as exc:
             return ToolCallResult.error(f"search_tools: {exc}")
-        removed = self._removed_since_last_search()
+        except BackendError as exc:
+            return ToolCallResult.error(
+                f"search_tools: the search index is unavailable: {exc}; retrying — "
+                "search again shortly"
+            )
+        except Exception as exc:
+            logger.exception("search_tools failed")
+            return ToolCallResult.error(f"search_tools failed: {type(exc).__name__}: {exc}")
+        removed = self._removed_since_last_search(session)
         return self._search_result(found, removed, len(queries) if queries is not None else 0)
 
-    def _removed_since_last_search(self) -> dict[str, str]:
-        changes = self.hub.changes
-        new, self._seen_changes = changes[self._seen_changes :], len(changes)
+    def _removed_since_last_search(self, session: Hashable) -> _Removed:
+        """Tools removed since ``session``'s previous search, at most
+        :data:`MAX_REMOVED_NOTICES` of them named (a new session starts from now: it has
+        seen no tool yet)."""
+        seen = self._sessions.pop(session, None)
+        start = self.hub.change_count if seen is None else seen
+        changes, now, missed = self.hub.changes_since(start)
+        self._sessions[session] = now
+        while len(self._sessions) > MAX_SESSIONS:
+            self._sessions.popitem(last=False)
         removed: dict[str, str] = {}
-        for change in new:
+        for change in changes:
             for name in change.removed:
                 removed[name] = self.hub.unavailable_reason(name)
             for name in change.added:
                 removed.pop(name, None)
-        return removed
+        shown = dict(itertools.islice(removed.items(), MAX_REMOVED_NOTICES))
+        return _Removed(shown, len(removed) - len(shown), missed)
 
     def _search_result(
-        self, found: HubSearchResult, removed: Mapping[str, str], merged: int
+        self, found: HubSearchResult, removed: _Removed, merged: int
     ) -> ToolCallResult:
-        """The call's result; ``merged`` is how many ``queries`` were merged (0: one query)."""
+        """The call's result; ``merged`` is how many ``queries`` were merged (0: one query).
+        Pending and failed servers are named whether or not something matched, so a client
+        knows when a result may be partial."""
         tools = [{**tool.definition(), "server": tool.server} for tool in found.tools]
         record: dict[str, Any] = {
             "query": found.result.query,
@@ -192,22 +280,22 @@ class Gateway:
             "total_deferred_tools": found.result.total_deferred_tools,
             "pending_mcp_servers": list(found.pending_servers),
             "failed_mcp_servers": dict(found.failed_servers),
-            "removed_tools": dict(removed),
+            "removed_tools": dict(removed.names),
             "not_found": list(found.result.not_found),
         }
+        record.update(removed.counts())
+        if found.index_error is not None:
+            record["index_error"] = found.index_error
         if tools:
-            payload: dict[str, Any] = {"tools": tools}
-            if merged:
-                payload["merged"] = f"{merged} queries, merged round-robin, each tool once"
-            if found.result.not_found:
-                payload["not_found"] = list(found.result.not_found)
-            if removed:
-                payload["removed_tools"] = dict(removed)
-            text = json.dumps(payload, ensure_ascii=False, indent=1)
+            text = json.dumps(
+                _found_payload(found, tools, removed, merged), ensure_ascii=False, indent=1
+            )
         else:
             text = "\n".join(filter(None, (found.text(), found.result.not_found_text())))
-            if removed:
-                text += "\nRemoved since the last search: " + "; ".join(removed.values())
+            if removed.names:
+                text += "\nRemoved since the last search: " + "; ".join(removed.names.values())
+            if removed.more or removed.missed:
+                text += f"\n{removed.summary()}"
         return ToolCallResult(({"type": "text", "text": text},), False, record)
 
     async def call(self, arguments: Mapping[str, Any]) -> ToolCallResult:
@@ -222,11 +310,13 @@ class Gateway:
             )
         return await self.hub.call_tool(name.strip(), tool_arguments)
 
-    async def handle(self, name: str, arguments: Mapping[str, Any] | None) -> ToolCallResult:
-        """Dispatch one ``tools/call`` of the gateway."""
+    async def handle(
+        self, name: str, arguments: Mapping[str, Any] | None, session: Hashable = None
+    ) -> ToolCallResult:
+        """Dispatch one ``tools/call`` of the gateway from the client ``session``."""
         arguments = arguments or {}
         if name == SEARCH_TOOL_NAME:
-            return self.search(arguments)
+            return await self.search(arguments, session)
         if name == CALL_TOOL_NAME:
             return await self.call(arguments)
         return ToolCallResult.error(
@@ -253,7 +343,7 @@ class Gateway:
         async def call_tool(
             ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
         ) -> types.CallToolResult:
-            return _to_mcp(await self.handle(params.name, params.arguments))
+            return _to_mcp(await self.handle(params.name, params.arguments, _session_key(ctx)))
 
         return Server(
             self.name,

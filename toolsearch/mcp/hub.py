@@ -11,10 +11,16 @@ engine over their tools current while they come and go:
   as a :class:`ToolChange` (and named when a removed tool is called);
 - a server's ``tools/list_changed`` re-lists it and updates the index incrementally: the
   engine re-indexes only tools whose content changed;
-- a change of :data:`OFF_LOOP_TOOLS` tools or more (a large server connecting) is indexed off
-  the event loop: a new engine is built in a worker thread while searches keep using the
-  current one, then swapped in; until then the server counts as pending
-  (docs/security.md, "Updates").
+- every index update runs in one worker thread, never on the event loop, and updates
+  coalesce: changes that arrive while one is applied are applied together next, as one diff,
+  so a server that changes its tools all the time costs work in proportion to its changes and
+  never holds up the others. A server is pending until its first listing is searchable, and
+  never again because of another server; a change of :data:`OFF_LOOP_TOOLS` tools or more (a
+  large server connecting) builds a new engine aside while searches use the current one;
+- a backend that fails to write (a database outage) keeps every server: the update is retried
+  until it succeeds, and the engine then re-indexes the whole pool (docs/concurrency.md);
+- searches from :meth:`McpHub.asearch` run in worker threads, at most ``search_threads`` at a
+  time, so calls, listings and health answers never wait behind them.
 
 Deny rules (docs/reference-behaviour.md §6) are applied before the engine sees a tool, so a
 denied tool is neither found nor callable. Calls forward to the tool's server; whatever goes
@@ -28,7 +34,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import time
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import TracebackType
@@ -40,7 +48,7 @@ import anyio.to_thread
 
 from toolsearch.backend import SearchBackend
 from toolsearch.engine import DEFAULT_MAX_RESULTS, DEFAULT_MAX_RESULTS_CAP, SearchResult, ToolSearch
-from toolsearch.errors import ConfigError
+from toolsearch.errors import ConfigError, QueryError
 from toolsearch.mcp.client import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_MAX_MESSAGE_BYTES,
@@ -57,7 +65,10 @@ from toolsearch.permissions import DenyRule, filter_denied, parse_rules, unmatch
 from toolsearch.tool import MCP_PREFIX, Tool, normalize_name_part
 
 __all__ = [
+    "MAX_CHANGES",
+    "MAX_REMOVED",
     "OFF_LOOP_TOOLS",
+    "UPDATE_INTERVAL",
     "BlockingMcpHub",
     "HubSearchResult",
     "McpHub",
@@ -66,8 +77,21 @@ __all__ = [
 ]
 
 
-#: A server change touching at least this many tools is indexed in a worker thread.
+logger = logging.getLogger("toolsearch.mcp.hub")
+
+#: A change of at least this many tools builds a new engine aside (searches keep the old one).
 OFF_LOOP_TOOLS = 500
+#: Tool changes kept for :attr:`McpHub.changes` (older ones are dropped; their count is kept).
+MAX_CHANGES = 1000
+#: Removed tool names remembered to say why they are gone (the oldest are forgotten first).
+MAX_REMOVED = 10_000
+#: Seconds between two index updates while changes keep arriving: a server that re-lists
+#: all the time is applied at most this often, its changes coalesced into one diff.
+UPDATE_INTERVAL = 0.5
+#: Searches run at once in worker threads by default.
+DEFAULT_SEARCH_THREADS = 4
+#: Seconds between attempts to apply an index update that failed (doubling up to the last).
+_RETRY_DELAYS = (0.25, 0.5, 1.0, 2.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +157,8 @@ class HubSearchResult:
     result: SearchResult
     tools: tuple[Tool, ...]
     failed_servers: Mapping[str, str] = field(default_factory=dict)
+    #: Why the latest index update failed (it is being retried), or None.
+    index_error: str | None = None
 
     @property
     def names(self) -> list[str]:
@@ -160,6 +186,8 @@ class HubSearchResult:
         """The engine's record plus ``failed_mcp_servers``."""
         record = self.result.to_record()
         record["failed_mcp_servers"] = dict(self.failed_servers)
+        if self.index_error is not None:
+            record["index_error"] = self.index_error
         return record
 
 
@@ -196,14 +224,15 @@ class McpHub:
     """Connects to every server of an MCP config and searches and calls their tools.
 
     Use it as an async context manager; entering starts every connection concurrently and
-    returns at once (servers show up as pending until connected). ``tools`` are extra,
-    non-MCP tools to put in the same pool (a built-in wins a name clash). ``deny`` holds
-    permission rules; ``backend`` and ``backend_options`` choose the ranking backend as for
-    :class:`ToolSearch`. ``on_change`` is called on the event loop with every
+    returns at once (servers show up as pending until their tools are searchable). ``tools``
+    are extra, non-MCP tools to put in the same pool (a built-in wins a name clash). ``deny``
+    holds permission rules; ``backend`` and ``backend_options`` choose the ranking backend as
+    for :class:`ToolSearch`. ``on_change`` is called on the event loop with every
     :class:`ToolChange`. ``max_tools`` caps how many tools one server may list and
     ``max_message_bytes`` how large one message from a stdio server may be (a larger tool
-    result is an error result; docs/security.md, "Hostile servers"). Servers whose tools could
-    take each other's names are refused (:func:`~toolsearch.mcp.config.check_tool_prefixes`).
+    result is an error result; docs/security.md, "Hostile servers"). ``search_threads`` bounds
+    how many :meth:`asearch` calls run at once. Servers whose tools could take each other's
+    names are refused (:func:`~toolsearch.mcp.config.check_tool_prefixes`).
     """
 
     def __init__(
@@ -221,12 +250,18 @@ class McpHub:
         on_change: Callable[[ToolChange], None] | None = None,
         max_tools: int = DEFAULT_MAX_TOOLS,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        search_threads: int = DEFAULT_SEARCH_THREADS,
     ) -> None:
         configs = list(servers.servers if isinstance(servers, McpConfig) else servers)
         if configs:
             require_sdk()
         names = [c.name for c in configs]
         _check_options(configs, startup_timeout, call_timeout, max_tools, max_message_bytes)
+        if isinstance(search_threads, bool) or not isinstance(search_threads, int):
+            raise ConfigError(f"search_threads must be a positive integer, got {search_threads!r}")
+        if search_threads < 1:
+            raise ConfigError(f"search_threads must be a positive integer, got {search_threads!r}")
+        self.search_threads = search_threads
         self.rules: list[DenyRule] = parse_rules(deny)
         self._local = list(tools)
         #: Rules that match no local tool and no tool a configured server could offer.
@@ -250,14 +285,21 @@ class McpHub:
             )
             self._prefixes[f"{MCP_PREFIX}{normalize_name_part(config.name)}__"] = config.name
         self._server_tools: dict[str, dict[str, str]] = {name: {} for name in names}
-        self._removed: dict[str, str] = {}
-        self._changes: list[ToolChange] = []
+        self._removed: OrderedDict[str, str] = OrderedDict()
+        self._changes: deque[ToolChange] = deque(maxlen=MAX_CHANGES)
+        self._change_count = 0
         self._changed = anyio.Event()
         self._stack: contextlib.AsyncExitStack | None = None
         self._tasks: anyio.abc.TaskGroup | None = None
-        #: Servers whose changed tools wait for an off-loop build; tools changed meanwhile.
-        self._indexing: set[str] = set()
-        self._backlog = 0
+        #: Servers whose latest listing the engine has not applied yet, and tools changed since.
+        self._unapplied: set[str] = set()
+        self._applying: set[str] = set()
+        self._unapplied_tools = 0
+        #: Connected servers whose tools have been searchable at least once.
+        self._searchable: set[str] = set()
+        self._dirty = anyio.Event()
+        self._limiter: anyio.CapacityLimiter | None = None
+        self.index_error: str | None = None
         self._engine_options: dict[str, Any] = {
             "backend": backend,
             "backend_options": backend_options,
@@ -280,6 +322,8 @@ class McpHub:
         stack = contextlib.AsyncExitStack()
         tasks = await stack.enter_async_context(anyio.create_task_group())
         stack.callback(tasks.cancel_scope.cancel)
+        self._limiter = anyio.CapacityLimiter(self.search_threads)
+        tasks.start_soon(self._index_loop, name="toolsearch index updates")
         for connection in self._connections.values():
             tasks.start_soon(connection.run, name=f"mcp server {connection.name}")
         self._stack, self._tasks = stack, tasks
@@ -296,18 +340,23 @@ class McpHub:
             await stack.__aexit__(exc_type, exc, tb)
 
     async def wait_ready(self, timeout: float | None = None) -> bool:
-        """Wait until no server is connecting any more; ``False`` if ``timeout`` ran out."""
+        """Wait until no server is pending (every server's tools are searchable, or it
+        failed); ``False`` if ``timeout`` ran out."""
         return await self.wait_until(lambda hub: not hub.pending_servers, timeout)
 
     async def wait_until(
         self, predicate: Callable[[McpHub], bool], timeout: float | None = None
     ) -> bool:
-        """Wait until ``predicate(hub)`` holds (checked after every change)."""
+        """Wait until ``predicate(hub)`` holds (checked after every change and index update)."""
         with anyio.move_on_after(timeout):
             while not predicate(self):
                 await self._changed.wait()
             return True
         return False
+
+    async def wait_indexed(self, timeout: float | None = None) -> bool:
+        """Wait until the engine holds every server's latest listing."""
+        return await self.wait_until(lambda hub: not (hub._unapplied or hub._applying), timeout)
 
     # ------------------------------------------------------------------ state
 
@@ -328,7 +377,7 @@ class McpHub:
 
     @property
     def pending_servers(self) -> tuple[str, ...]:
-        """Servers still connecting, in config order."""
+        """Servers still connecting or whose first listing is not searchable yet."""
         return self._pending()
 
     @property
@@ -342,13 +391,28 @@ class McpHub:
 
     @property
     def tools(self) -> list[Tool]:
-        """The permitted pool (local and MCP tools), in pool order."""
-        return list(self.engine.pool)
+        """The permitted pool (local and MCP tools), in pool order; a tool whose server no
+        longer lists it is gone at once, before the index update that drops it."""
+        return [tool for tool in self.engine.pool if self._listed(tool)]
 
     @property
     def changes(self) -> list[ToolChange]:
-        """Every tool change so far, oldest first."""
+        """The latest :data:`MAX_CHANGES` tool changes, oldest first."""
         return list(self._changes)
+
+    @property
+    def change_count(self) -> int:
+        """How many tool changes the hub has made since it started."""
+        return self._change_count
+
+    def changes_since(self, seen: int) -> tuple[list[ToolChange], int, int]:
+        """Changes after the first ``seen`` ever made: ``(changes, now_seen, missed)``, where
+        ``missed`` counts changes already dropped from the bounded history."""
+        total = self._change_count
+        kept_from = total - len(self._changes)
+        start = max(seen, kept_from)
+        fresh = list(self._changes)[start - kept_from :] if start < total else []
+        return fresh, total, max(0, kept_from - seen)
 
     def connection(self, server: str) -> McpServerConnection:
         """The connection object of one server (for inspection and tests)."""
@@ -360,8 +424,14 @@ class McpHub:
             ) from None
 
     def tool(self, name: str) -> Tool | None:
-        """A permitted tool by exact name."""
-        return self.engine.get(name)
+        """A permitted tool by exact name (not one its server no longer lists)."""
+        tool = self.engine.get(name)
+        return tool if tool is not None and self._listed(tool) else None
+
+    def _listed(self, tool: Tool) -> bool:
+        """Whether ``tool`` is local or its server still lists it."""
+        listed = self._server_tools.get(tool.server or "")
+        return listed is None or tool.name in listed
 
     def is_denied(self, name: str) -> bool:
         """Whether a permission rule denies the tool called ``name`` (any string)."""
@@ -371,7 +441,7 @@ class McpHub:
         return tuple(
             n
             for n, c in self._connections.items()
-            if c.status == "connecting" or n in self._indexing
+            if c.status == "connecting" or (c.status == "connected" and n not in self._searchable)
         )
 
     def defer_all_tools(self) -> None:
@@ -408,7 +478,11 @@ class McpHub:
         permitted = filter_denied([tool], self.rules)
         return permitted[0] if permitted else None
 
+    # ------------------------------------------------------------------ server changes
+
     def _connection_changed(self, connection: McpServerConnection) -> None:
+        """Record what one server event changed and hand the pool to the index loop. Runs on
+        the event loop inside the connection's task, so it never raises and never waits."""
         before = self._server_tools[connection.name]
         after = {tool.name: tool.content_hash() for tool in connection.tools}
         added = tuple(sorted(n for n in after if n not in before))
@@ -416,80 +490,109 @@ class McpHub:
         changed = tuple(sorted(n for n in after if n in before and before[n] != after[n]))
         self._server_tools[connection.name] = after
         status = connection.status
+        if status != "connected":
+            self._searchable.discard(connection.name)
         if status == "connecting" and not (before or after):
             self.engine.pending_servers = self._pending()
             self._wake()
             return
-        if status == "disconnected":
-            reason = "disconnected"
-        elif status == "failed":
-            reason = "failed"
-        elif before or connection.listings > 1:
-            reason = "list_changed"
-        else:
-            reason = "connected"
-        for name in added:
-            self._removed.pop(name, None)
-        why = {
-            "disconnected": f"MCP server {connection.name!r} disconnected"
-            + (f": {connection.error}" if connection.error else ""),
-            "failed": f"MCP server {connection.name!r} failed: {connection.error}",
-        }.get(reason, f"MCP server {connection.name!r} no longer lists it")
-        for name in removed:
-            self._removed[name] = why
-        if added or removed or changed:
-            self._update_pool(connection.name, len(added) + len(removed) + len(changed))
+        reason = _reason(connection, bool(before))
+        self._forget_removed(added)
+        self._remember_removed(removed, _why_removed(connection, reason))
+        if added or removed or changed or status == "connected":
+            self._unapplied.add(connection.name)
+            self._unapplied_tools += len(added) + len(removed) + len(changed)
+            self._dirty.set()
         self.engine.pending_servers = self._pending()
         if added or removed or changed or reason in ("connected", "failed", "disconnected"):
-            change = ToolChange(
-                server=connection.name,
-                reason=reason,
-                added=added,
-                removed=removed,
-                changed=changed,
-                detail=connection.error if reason in ("failed", "disconnected") else None,
+            self._record(
+                ToolChange(
+                    server=connection.name,
+                    reason=reason,
+                    added=added,
+                    removed=removed,
+                    changed=changed,
+                    detail=connection.error if reason in ("failed", "disconnected") else None,
+                )
             )
-            self._changes.append(change)
-            if self.on_change is not None:
-                self.on_change(change)
         self._wake()
 
-    def _update_pool(self, server: str, size: int) -> None:
-        """Give the engine the new pool: in place for a small change (it costs what changed),
-        else by an off-loop build, so searches never wait behind a large re-index."""
-        tasks = self._tasks
-        if self._indexing or (tasks is not None and self._can_swap and size >= OFF_LOOP_TOOLS):
-            starting = not self._indexing
-            self._indexing.add(server)
-            self._backlog += size
-            if starting and tasks is not None:
-                tasks.start_soon(self._index_off_loop, name="toolsearch index build")
-            return
-        self.engine.set_tools(self._visible_pool())
+    def _forget_removed(self, names: Iterable[str]) -> None:
+        for name in names:
+            self._removed.pop(name, None)
 
-    async def _index_off_loop(self) -> None:
-        """Build a new engine over the pool in a worker thread while searches use the current
-        one; changes that arrive meanwhile are applied to it in place (or, if large, built
-        again) before it is swapped in."""
-        pool = self._visible_pool()
-        try:
-            while True:
-                self._backlog = 0
-                build = functools.partial(ToolSearch, pool, **self._engine_options)
-                engine = await anyio.to_thread.run_sync(build, abandon_on_cancel=True)
-                pool = self._visible_pool()
-                if self._backlog < OFF_LOOP_TOOLS:
-                    break
-            engine.set_tools(pool)
-            self.engine = engine
-        except Exception:
-            self.engine.set_tools(self._visible_pool())  # the in-place path, errors and all
-            raise
-        finally:
-            self._indexing.clear()
-            self._backlog = 0
+    def _remember_removed(self, names: Iterable[str], why: str) -> None:
+        for name in names:
+            self._removed[name] = why
+            self._removed.move_to_end(name)
+        while len(self._removed) > MAX_REMOVED:
+            self._removed.popitem(last=False)
+
+    def _record(self, change: ToolChange) -> None:
+        self._changes.append(change)
+        self._change_count += 1
+        if self.on_change is not None:
+            try:
+                self.on_change(change)
+            except Exception:
+                logger.exception("the hub's on_change callback failed")
+
+    # ------------------------------------------------------------------ index updates
+
+    async def _index_loop(self) -> None:
+        """Apply pool changes one update at a time, off the event loop. Changes that arrive
+        during an update are applied together by the next one; a failed update is retried
+        (with growing pauses) until the backend takes it, and no server is dropped for it."""
+        failures = 0
+        while True:
+            await self._dirty.wait()
+            self._dirty = anyio.Event()
+            self._applying, self._unapplied = self._unapplied, set()
+            size, self._unapplied_tools = self._unapplied_tools, 0
+            connected = {n for n in self._applying if self._connections[n].status == "connected"}
+            try:
+                await self._apply(self._visible_pool(), size)
+            except Exception as exc:
+                failures += 1
+                self._unapplied |= self._applying
+                self._index_failed(exc, size)
+                await anyio.sleep(_RETRY_DELAYS[min(failures, len(_RETRY_DELAYS)) - 1])
+                continue
+            finally:
+                self._applying = set()
+            if failures:
+                logger.warning("the search index is up to date again")
+            failures, self.index_error = 0, None
+            self._searchable |= {n for n in connected if self._connections[n].status == "connected"}
             self.engine.pending_servers = self._pending()
             self._wake()
+            if self._dirty.is_set():  # changes keep coming: let the next ones gather
+                await anyio.sleep(UPDATE_INTERVAL)
+
+    def _index_failed(self, exc: Exception, size: int) -> None:
+        """Keep the failed update for the next attempt and say why, once per new reason."""
+        self._unapplied_tools += size
+        self._dirty.set()
+        message = str(exc) or type(exc).__name__
+        if message != self.index_error:
+            logger.warning("the search index could not be updated (%s); retrying", message)
+        self.index_error = message
+        self._wake()
+
+    async def _apply(self, pool: list[Tool], size: int) -> None:
+        """Give the engine ``pool``: in place (a worker thread; the engine takes the change
+        under its lock, at a cost in proportion to the change) or, for a change of
+        :data:`OFF_LOOP_TOOLS` tools or more that is also a quarter of the pool or more (a
+        large server connecting), on a backend that can be made again, by building a new
+        engine aside while searches use the current one, then swapping it in."""
+        if self._can_swap and size >= OFF_LOOP_TOOLS and size * 4 >= len(pool):
+            pending = self.engine.pending_servers
+            build = functools.partial(
+                ToolSearch, pool, **self._engine_options, pending_servers=pending
+            )
+            self.engine = await anyio.to_thread.run_sync(build, abandon_on_cancel=True)
+            return
+        await anyio.to_thread.run_sync(self.engine.set_tools, pool, abandon_on_cancel=True)
 
     def _wake(self) -> None:
         self._changed.set()
@@ -498,8 +601,10 @@ class McpHub:
     # ------------------------------------------------------------------ search and call
 
     def search(self, query: str, max_results: int = DEFAULT_MAX_RESULTS) -> HubSearchResult:
-        """Run one ToolSearch query over the permitted pool (raises :class:`QueryError` on
-        invalid arguments, like :meth:`ToolSearch.search`)."""
+        """Run one ToolSearch query over the permitted pool, in the calling thread (any
+        thread; raises :class:`QueryError` on invalid arguments, like
+        :meth:`ToolSearch.search`, and :class:`~toolsearch.errors.BackendError` when the
+        backend cannot answer)."""
         return self._hub_result(self.engine.search(query, max_results))
 
     def search_many(
@@ -508,12 +613,30 @@ class McpHub:
         """Several queries in one call, merged as :meth:`ToolSearch.search_many` merges them."""
         return self._hub_result(self.engine.search_many(queries, max_results))
 
+    async def asearch(
+        self, query: str | Sequence[str], max_results: int = DEFAULT_MAX_RESULTS
+    ) -> HubSearchResult:
+        """:meth:`search` (or, for a list of queries, :meth:`search_many`) in a worker thread,
+        at most ``search_threads`` at once, so the event loop stays free for calls."""
+        if not isinstance(query, str) and (isinstance(query, bytes) or not query):
+            raise QueryError("queries must be a non-empty list of strings")
+        limiter = self._limiter or anyio.CapacityLimiter(self.search_threads)
+        if isinstance(query, str):
+            run = functools.partial(self.search, query, max_results)
+        else:
+            run = functools.partial(self.search_many, list(query), max_results)
+        return await anyio.to_thread.run_sync(run, limiter=limiter, abandon_on_cancel=True)
+
     def _hub_result(self, result: SearchResult) -> HubSearchResult:
-        found = (self.engine.get(name) for name in result.names)
+        found = {name: self.tool(name) for name in result.names}
+        if None in found.values():  # removed since the engine last changed
+            kept = tuple(m for m in result.matches if found[m.name] is not None)
+            result = replace(result, matches=kept)
         return HubSearchResult(
             result=result,
-            tools=tuple(tool for tool in found if tool is not None),
+            tools=tuple(tool for tool in found.values() if tool is not None),
             failed_servers=self.failed_servers,
+            index_error=self.index_error,
         )
 
     def unavailable_reason(self, name: str) -> str:
@@ -526,7 +649,7 @@ class McpHub:
         server = _server_of(name, self._prefixes)
         if server is not None:
             connection = self._connections[server]
-            if connection.status == "connecting" or server in self._indexing:
+            if server in self._pending():
                 doing = "connecting" if connection.status == "connecting" else "being indexed"
                 return (
                     f"tool {name!r} is not available yet: MCP server {server!r} is still "
@@ -570,6 +693,24 @@ class McpHub:
     async def refresh(self, server: str) -> None:
         """Re-list one server's tools now (as its list-changed notification would)."""
         self.connection(server).request_refresh()
+
+
+def _reason(connection: McpServerConnection, had_tools: bool) -> str:
+    """The :class:`ToolChange` reason of a server event."""
+    if connection.status in ("disconnected", "failed"):
+        return connection.status
+    return "list_changed" if had_tools or connection.listings > 1 else "connected"
+
+
+def _why_removed(connection: McpServerConnection, reason: str) -> str:
+    name = connection.name
+    if reason == "disconnected":
+        return f"MCP server {name!r} disconnected" + (
+            f": {connection.error}" if connection.error else ""
+        )
+    if reason == "failed":
+        return f"MCP server {name!r} failed: {connection.error}"
+    return f"MCP server {name!r} no longer lists it"
 
 
 class BlockingMcpHub:
@@ -634,15 +775,13 @@ class BlockingMcpHub:
 
     def search(self, query: str, max_results: int = DEFAULT_MAX_RESULTS) -> HubSearchResult:
         """:meth:`McpHub.search`, from any thread."""
-        result: HubSearchResult = self._call(self.hub.search, query, max_results)
-        return result
+        return self.hub.search(query, max_results)  # the engine is thread-safe
 
     def search_many(
         self, queries: Sequence[str], max_results: int = DEFAULT_MAX_RESULTS
     ) -> HubSearchResult:
         """:meth:`McpHub.search_many`, from any thread."""
-        result: HubSearchResult = self._call(self.hub.search_many, queries, max_results)
-        return result
+        return self.hub.search_many(queries, max_results)
 
     def call_tool(
         self,
