@@ -408,7 +408,14 @@ class Gateway:
             ),
             security,
         )
-        config = uvicorn.Config(app, log_config=None, log_level="warning", lifespan="on")
+        config = uvicorn.Config(
+            app,
+            log_config=None,
+            log_level="warning",
+            lifespan="on",
+            # open streams must not hold a stopping gateway for longer than this
+            timeout_graceful_shutdown=int(SHUTDOWN_GRACE),
+        )
         shown = f"[{host}]" if family == socket.AF_INET6 else host
         if on_ready is not None:
             on_ready(f"http://{shown}:{bound}{path}")
