@@ -54,7 +54,7 @@ LIMIT = 1000
 
 def embedded_text(tool: Tool) -> str:
     """What the ``embedding`` backend embeds for ``tool`` by default."""
-    return tool_text(tool, DEFAULT_FIELDS, DEFAULT_MAX_WORDS)
+    return str(tool_text(tool, DEFAULT_FIELDS, DEFAULT_MAX_WORDS))
 
 
 def ranked(model: Any, sample: Sample) -> dict[str, list[str]]:

@@ -30,7 +30,6 @@ from typing import Any
 import numpy as np
 
 from lab.ablation import (
-    DATASETS,
     SPLITS,
     Data,
     Variant,
@@ -41,7 +40,7 @@ from lab.ablation import (
     scores,
     significance,
 )
-from lab.member_runs import DEPTH, default_runs_dir
+from lab.member_runs import DATASETS, DEPTH, default_runs_dir
 from toolsearch.backend import Hit
 from toolsearch.backends.hybrid import (
     DEFAULT_MEMBERS,

@@ -112,7 +112,7 @@ def load_sample(name: str, split: str, limit: int | None) -> Sample:
 
 
 def default_runs_dir() -> Path:
-    return default_cache_dir() / "quality_runs"
+    return Path(default_cache_dir()) / "quality_runs"
 
 
 def member_hits(
@@ -140,7 +140,7 @@ def member_hits(
         with gzip.open(file, "rt", encoding="utf-8") as handle:
             stored: dict[str, Scored] = {
                 k: [tuple(p) for p in v] for k, v in json.load(handle).items()
-            }  # type: ignore[misc]
+            }
             return stored
     print(
         f"running {member.label} on {sample.name} ({len(sample.queries)} queries)",

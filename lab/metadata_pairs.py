@@ -95,7 +95,7 @@ def _train(folder: Path, start: Path, labelled: list[tuple[Dataset, tuple[Query,
 def _folder(label: str, parts: list[Any]) -> Path:
     key = json.dumps([RECIPE.describe(), model_fingerprint(base_path()), parts])
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
-    return default_cache_dir() / "fine_tuned" / f"{label}-{digest}"
+    return Path(default_cache_dir()) / "fine_tuned" / f"{label}-{digest}"
 
 
 def models() -> dict[str, Path]:

@@ -61,7 +61,7 @@ def train(names: list[str], samples: Mapping[str, Sample], work: Path, seed: int
     adapter = train_on_datasets(backend, labelled, TrainingSettings(seed=seed))
     log(f"  adapter on {'+'.join(names)}: {time.perf_counter() - started:.0f} s, {adapter.info}")
     work.mkdir(parents=True, exist_ok=True)
-    draft = adapter.save(work / "draft.npz")
+    draft = Path(adapter.save(work / "draft.npz"))
     digest = hashlib.sha256(draft.read_bytes()).hexdigest()[:12]
     return draft.replace(work / f"{'+'.join(names)}.{digest}.npz")
 

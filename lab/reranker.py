@@ -137,7 +137,7 @@ def load_cross_encoder(path: Path) -> tuple[Any, Any]:
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
-    hf_logging.set_verbosity_error()  # the fresh head's "newly initialized" notice
+    hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]  # the fresh head's "newly initialized" notice
     model = AutoModelForSequenceClassification.from_pretrained(str(path), num_labels=1)
     return AutoTokenizer.from_pretrained(str(path)), model
 
@@ -227,7 +227,7 @@ def probabilities(path: Path, pairs: Sequence[tuple[str, str]]) -> list[float]:
 
 
 def cache_dir() -> Path:
-    return default_cache_dir() / "cross_encoders"
+    return Path(default_cache_dir()) / "cross_encoders"
 
 
 def fold_cross_encoder(left_out: str, dev: Mapping[str, Data]) -> Path:
@@ -442,10 +442,10 @@ def markdown(results: Mapping[str, Any]) -> str:
     ]
     for setting, label in SETTINGS.items():
         for name, result in results["test"][setting].items():
-            cells = [_change(result, m) for m in ("ndcg@10", "recall@5")]
+            changes = [_change(result, m) for m in ("ndcg@10", "recall@5")]
             hit = result["default"]["all"]["hit@1"], result["reranked"]["all"]["hit@1"]
             lines.append(
-                f"| {label} | {name} | {' | '.join(cells)} | {hit[0]:.3f} → {hit[1]:.3f} |"
+                f"| {label} | {name} | {' | '.join(changes)} | {hit[0]:.3f} → {hit[1]:.3f} |"
             )
     lines += [
         "",

@@ -38,6 +38,7 @@ from unittest import mock
 
 from lab import ablation
 from lab.member_runs import MemberSpec, Sample, load_sample
+from lab.tuned_models import LIMIT
 from toolsearch.backend import Hit
 from toolsearch.tool import MCP_PREFIX
 
@@ -105,7 +106,7 @@ def packaging_words_kept() -> Iterator[None]:
 def members(split: str, model: str, tag: str = "") -> dict[str, MemberSpec]:
     """The default's members (embedding: the shipped or the fold model); ``tag`` keeps the
     cached rankings of the packaging-words-kept reading apart (same options, other texts)."""
-    found = ablation.members_for("mcp-workbench", split, ablation.LIMIT, fold=model == "fold")
+    found = ablation.members_for("mcp-workbench", split, LIMIT, fold=model == "fold")
     used = {m: s for m, s in found.items() if m == "embedding" or m in ablation.LEXICAL_SHARES}
     return {m: replace(s, label=s.label + tag) for m, s in used.items()}
 
@@ -116,15 +117,15 @@ def replay(
     """The renamed sample's data, and each reading's scores and default rankings (the original
     names' rankings renamed, so every reading is scored against the same gold names)."""
     variant = ablation.shipped_variant()
-    base = load_sample("mcp-workbench", split, ablation.LIMIT)
+    base = load_sample("mcp-workbench", split, LIMIT)
     registry, new = renamed(base)
     data = {
-        ORIGINAL: ablation.sample_data(base, members(split, model), ablation.LIMIT, cache),
-        REGISTRY: ablation.sample_data(registry, members(split, model), ablation.LIMIT, cache),
+        ORIGINAL: ablation.sample_data(base, members(split, model), LIMIT, cache),
+        REGISTRY: ablation.sample_data(registry, members(split, model), LIMIT, cache),
     }
     with packaging_words_kept():
         kept = members(split, model, ".packaging-kept")
-        data[KEPT] = ablation.sample_data(registry, kept, ablation.LIMIT, cache)
+        data[KEPT] = ablation.sample_data(registry, kept, LIMIT, cache)
     runs = {reading: ablation.rank(d, variant) for reading, d in data.items()}
     scores = {reading: ablation.scores(data[reading], run) for reading, run in runs.items()}
     runs[ORIGINAL] = {
@@ -177,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         __doc__,
         OUT,
         lambda cache: {
-            "queries": ablation.LIMIT,
+            "queries": LIMIT,
             "forms": list(FORMS),
             "results": measure(cache),
         },

@@ -70,7 +70,7 @@ PROBES = (
 def base_path() -> Path:
     path = resolve_model_path(BASE_MODEL)
     assert path is not None  # the shipped base model always resolves (or raises)
-    return path
+    return Path(path)
 
 
 def described(name: str) -> tuple[Dataset, tuple[Query, ...]]:
@@ -151,7 +151,7 @@ def cached_model(
     """The model :func:`train` makes from ``datasets`` and ``catalogues``, from the cache under
     ``label`` and a key of its training data (trained now if missing)."""
     key = _key(datasets, limit, recipe, catalogues)
-    folder = default_cache_dir() / "fine_tuned" / f"{label}-{key}"
+    folder = Path(default_cache_dir()) / "fine_tuned" / f"{label}-{key}"
     if not (folder / "toolsearch-training.json").is_file():
         train(datasets, folder, limit, recipe, catalogues)
     return folder
