@@ -68,6 +68,17 @@ from .hybrid import (
     DEFAULT_SERVER_SUPPORT,
 )
 from .postgres_connect import ConnectionSettings
+from .postgres_holder import (
+    DEFAULT_LEASE,
+    DEFAULT_RETENTION,
+    check_holder,
+    check_seconds,
+    collect,
+    default_holder,
+    notify,
+    read_note,
+    release,
+)
 from .postgres_schema import (
     check_namespace,
     check_schema_name,
@@ -114,6 +125,8 @@ _SCORE_DECIMALS = 6
 _TIE_SLACK = 64
 # Seconds to wait for a pooled connection before connecting directly (see _retrying).
 _POOL_WAIT = 1.0
+# Notifications read before the listener re-reads the generation.
+_NOTES_PER_READ = 1000
 _Ranked = list[tuple[str, bool, float]]  # (name, mcp, score), best first
 
 
@@ -191,6 +204,7 @@ class _Vectors:
         self._embedding = EmbeddingBackend(**options)
         self.fields = tuple(self._embedding.fields)
         self.name = self._embedding.encoder.name
+        self._lock = threading.Lock()  # searches run in several threads; the cache is shared
 
     def text(self, tool: Tool) -> str:
         return tool_text(tool, self.fields)
@@ -199,7 +213,8 @@ class _Vectors:
         return self._embedding._encode_texts(texts)
 
     def query(self, text: str) -> NDArray[np.float32]:
-        return self._embedding._query_vector(text)
+        with self._lock:
+            return self._embedding._query_vector(text)
 
     def describe(self) -> dict[str, object]:
         return self._embedding.params()
@@ -226,6 +241,8 @@ class PostgresBackend(BaseBackend):
     name: ClassVar[str] = "postgres"
     incremental: ClassVar[bool] = True
     persistent: ClassVar[bool] = True
+    #: Each write is a transaction: the engine searches while it writes (docs/concurrency.md).
+    isolated_writes: ClassVar[bool] = True
     #: Without a ``url`` option the server comes from this variable; a default benchmark run
     #: skips the backend when it is unset.
     server_env: ClassVar[str | None] = "TOOLSEARCH_POSTGRES_URL"
@@ -260,6 +277,9 @@ class PostgresBackend(BaseBackend):
         fusion: str = "convex",
         min_similarity: float | str | None = "default",
         multistep: bool = DEFAULT_MULTISTEP,
+        holder: str | None = None,
+        lease: float = DEFAULT_LEASE,
+        retention: float = DEFAULT_RETENTION,
         **encoder_options: Any,
     ) -> None:
         super().__init__()
@@ -291,15 +311,29 @@ class PostgresBackend(BaseBackend):
         self.multistep = multistep
         self._vectors = _Vectors(_encoder_options(encoder_options))
         self.min_similarity = _min_similarity(min_similarity, encoder_options)
+        self.holder = default_holder() if holder is None else check_holder(holder)
+        self.lease = check_seconds("lease", lease, minimum=1.0)
+        self.retention = check_seconds("retention", retention, minimum=0.0)
         self.channel = f"toolsearch_{self.schema}"
-        #: Texts this instance sent to the encoder, and tools it wrote (for tests and reports).
+        #: Texts this instance sent to the encoder, and content rows it wrote (for tests and
+        #: reports).
         self.encoded = 0
         self.written = 0
+        # What this holder was last asked to hold (None before its first write), whether a
+        # write of it failed since; writes run one at a time (the heartbeat may write too).
+        self._intent: dict[str, Tool] | None = None
+        self._stale = False
+        self._write_lock = threading.RLock()
+        self._threads_lock = threading.Lock()
         self._listeners: list[Callable[[int], None]] = []
+        self._reported: int | None = None
         self._listener: threading.Thread | None = None
+        self._heartbeat: threading.Thread | None = None
         self._closed = threading.Event()
+        self._iterative_scan = False
         self._pool = self._open()
-        self._finalizer = weakref.finalize(self, _close_pool, self._pool, self._closed)
+        self._release = _Release(self._pool, self.schema, self.namespace, self.holder, self.channel)
+        self._finalizer = weakref.finalize(self, _shut, self._pool, self._closed, self._release)
 
     # ------------------------------------------------------------------ connections
     def _open(self) -> ConnectionPool:
@@ -312,6 +346,7 @@ class PostgresBackend(BaseBackend):
             with psycopg.connect(self.settings.conninfo, autocommit=True, **kwargs) as conn:
                 migrate(conn, self.schema)
                 self._catalogue(conn, create=False)  # refuses another encoder's namespace
+                self._iterative_scan = _pgvector_version(conn) >= (0, 8)
         except psycopg.Error as exc:
             raise BackendError(
                 f"postgres: cannot prepare schema {self.schema!r} on {self.settings.shown}: "
@@ -377,7 +412,8 @@ class PostgresBackend(BaseBackend):
         return BackendError(f"postgres: {what} failed on {self.settings.shown}: {_message(exc)}")
 
     def close(self) -> None:
-        """Close the pool and stop the listener (the database keeps the index)."""
+        """Release this holder's holdings (the content stays for reuse), stop its threads
+        and close the pool. Also run at garbage collection and interpreter exit."""
         self._finalizer()
 
     def __enter__(self) -> PostgresBackend:
@@ -424,43 +460,125 @@ class PostgresBackend(BaseBackend):
 
     # ------------------------------------------------------------------ writing
     def index(self, tools: Sequence[Tool]) -> None:
-        """Make the namespace hold exactly ``tools``; unchanged tools are not touched."""
-        self._apply(tools, replace_all=True)
+        """Make this holder hold exactly ``tools``; other holders' holdings are not touched,
+        and content already stored (by any holder) is neither written nor encoded again."""
+        unique = {tool.name: tool for tool in tools}
+        with self._write_lock:
+            self._intent = dict(unique)
+            self._guarded(lambda: self._index_all(list(unique.values())))
 
     def upsert(self, tools: Sequence[Tool]) -> None:
-        """Add ``tools`` or replace stored tools of the same name whose content changed."""
-        if tools:
-            self._apply(tools, replace_all=False)
+        """Add ``tools`` to this holder's holdings, replacing its versions of the same names."""
+        unique = sorted({tool.name: tool for tool in tools}.values(), key=lambda t: t.name)
+        if not unique:
+            return
+        with self._write_lock:
+            self._intent = {**(self._intent or {}), **{t.name: t for t in unique}}
+            self._guarded(lambda: self._upsert_chunks(unique))
 
     def remove(self, names: Iterable[str]) -> None:
-        """Drop the named tools; unknown names are ignored."""
+        """Drop the named tools from this holder's holdings; unknown names are ignored."""
         drop = sorted(set(names))
-        if drop:
+        if not drop:
+            return
+        with self._write_lock:
+            intent = self._intent or {}
+            self._intent = {n: t for n, t in intent.items() if n not in set(drop)}
 
             def work(conn: psycopg.Connection[Any]) -> int:
-                self._lock(conn)
-                catalogue = self._catalogue(conn, create=False)
-                if catalogue is None:
-                    return 0
-                removed = self._delete(conn, drop, keep=False)
+                catalogue = self._enter(conn, partial=True)
+                removed = self._delete_holdings(conn, drop, keep=False)
                 if removed:
                     self._after_change(conn, catalogue)
                 return removed
 
-            self._analyze_after(self._retrying("remove", work))
+            self._guarded(lambda: self._retrying("remove", work))
 
     def drop(self) -> None:
-        """Delete this namespace: its tools, its catalogue row and its HNSW index."""
+        """Delete this namespace for every holder: its tools, holders, catalogue row and HNSW
+        index (live holders write their holdings back at their next lease renewal)."""
 
         def work(conn: psycopg.Connection[Any]) -> None:
             self._lock(conn)
             conn.execute(f"DROP INDEX IF EXISTS {self._q}.{hnsw_index_name(self.namespace)}")
-            conn.execute(
-                f"DELETE FROM {self._q}.catalogues WHERE namespace = %s", (self.namespace,)
-            )
-            self._notify(conn, -1)
+            for table in ("holders", "catalogues"):  # holdings first: they reference tools
+                conn.execute(
+                    f"DELETE FROM {self._q}.{table} WHERE namespace = %s", (self.namespace,)
+                )
+            notify(conn, self.channel, {"namespace": self.namespace})
 
-        self._retrying("drop", work)
+        with self._write_lock:
+            self._retrying("drop", work)
+            self._intent = None
+            self._release.armed = False
+
+    def collect_garbage(self) -> tuple[int, int]:
+        """Collect expired holders and unreferenced content of this namespace now (the
+        heartbeat does it every lease); returns how many holders and content rows went."""
+
+        def work(conn: psycopg.Connection[Any]) -> tuple[int, int]:
+            self._lock(conn)
+            if self._catalogue(conn, create=False) is None:
+                return 0, 0
+            return collect(conn, self.schema, self.namespace, self.retention, self.channel)
+
+        found: tuple[int, int] = self._retrying("garbage collection", work)
+        return found
+
+    def refresh_lease(self) -> None:
+        """Renew this holder's lease; write its holdings back when they were collected (its
+        lease ran out while it stalled or was cut off) or when a write of them failed."""
+        if self._intent is None:
+            return
+
+        def renew(conn: psycopg.Connection[Any]) -> bool:
+            return (
+                conn.execute(
+                    f"UPDATE {self._q}.holders SET expires_at = clock_timestamp() + "
+                    "lease * interval '1 second' WHERE namespace = %s AND holder = %s "
+                    "RETURNING 1",
+                    (self.namespace, self.holder),
+                ).fetchone()
+                is not None
+            )
+
+        alive = self._retrying("renewing the lease", renew)
+        if (alive and not self._stale) or not self._write_lock.acquire(blocking=False):
+            return  # current, or a write is under way (it renews and repairs itself)
+        try:
+            intent = self._intent
+            if intent is not None:
+                logger.warning(
+                    "postgres: holder %r of namespace %r %s; writing its %d tools back",
+                    self.holder,
+                    self.namespace,
+                    "had a failed write" if alive else "lost its holdings (lease expired)",
+                    len(intent),
+                )
+                self._stale = True
+                self._guarded(lambda: None)
+        finally:
+            self._write_lock.release()
+
+    def _guarded(self, write: Callable[[], object]) -> None:
+        """Run a write of this holder (under the write lock). After a failed write the
+        holdings may differ from what it was asked to hold, and after a collection they are
+        gone: the next write, or the heartbeat once the server answers, writes them whole."""
+        try:
+            if self._stale:
+                self._index_all(list((self._intent or {}).values()))
+            else:
+                try:
+                    write()
+                except _HolderLost:
+                    self._index_all(list((self._intent or {}).values()))
+        except BaseException:
+            self._stale = True
+            self._start_heartbeat()
+            raise
+        self._stale = False
+        self._release.armed = True
+        self._start_heartbeat()
 
     def _lock(self, conn: psycopg.Connection[Any]) -> None:
         conn.execute("SET LOCAL statement_timeout = 0")
@@ -469,8 +587,26 @@ class PostgresBackend(BaseBackend):
             (lock_key("namespace", self.schema, self.namespace),),
         )
 
-    def _apply(self, tools: Sequence[Tool], *, replace_all: bool) -> None:
-        unique = sorted({tool.name: tool for tool in tools}.values(), key=lambda t: t.name)
+    def _enter(self, conn: psycopg.Connection[Any], *, partial: bool) -> _Catalogue:
+        """Start a write transaction: the namespace's lock, its catalogue row and this
+        holder's row. A partial write (``upsert``, ``remove``) of a holder whose row is gone
+        while it held tools raises :class:`_HolderLost`: its holdings were collected and the
+        whole set is written instead."""
+        self._lock(conn)
+        catalogue = self._catalogue(conn, create=True)
+        assert catalogue is not None
+        created = conn.execute(
+            f"INSERT INTO {self._q}.holders (namespace, holder, lease, expires_at) "
+            "VALUES (%s, %s, %s, clock_timestamp() + %s * interval '1 second') "
+            "ON CONFLICT (namespace, holder) DO NOTHING RETURNING 1",
+            (self.namespace, self.holder, self.lease, self.lease),
+        ).fetchone()
+        if created is not None and partial and self._release.armed:
+            raise _HolderLost
+        return catalogue
+
+    def _index_all(self, tools: Sequence[Tool]) -> None:
+        unique = sorted(tools, key=lambda t: t.name)
         chunks = list(_chunks(unique, WRITE_CHUNK)) or [[]]
         changed_rows = 0
         for number, chunk in enumerate(chunks, start=1):
@@ -479,13 +615,24 @@ class PostgresBackend(BaseBackend):
             def work(
                 conn: psycopg.Connection[Any], chunk: Sequence[Tool] = chunk, last: bool = last
             ) -> int:
-                self._lock(conn)
-                catalogue = self._catalogue(conn, create=True)
-                assert catalogue is not None
-                changed = self._write(conn, chunk, catalogue)
-                if last and replace_all:
-                    changed += self._delete(conn, [t.name for t in unique], keep=True)
-                    self._settle_tokenizer(conn, catalogue)
+                catalogue = self._enter(conn, partial=False)
+                changed = self._hold(conn, chunk, catalogue)
+                if last:
+                    changed += self._delete_holdings(conn, [t.name for t in unique], keep=True)
+                if changed:
+                    self._after_change(conn, catalogue)
+                return changed
+
+            changed_rows += self._retrying("update", work)
+        self._analyze_after(changed_rows)
+
+    def _upsert_chunks(self, tools: Sequence[Tool]) -> None:
+        changed_rows = 0
+        for chunk in _chunks(tools, WRITE_CHUNK):
+
+            def work(conn: psycopg.Connection[Any], chunk: Sequence[Tool] = chunk) -> int:
+                catalogue = self._enter(conn, partial=True)
+                changed = self._hold(conn, chunk, catalogue)
                 if changed:
                     self._after_change(conn, catalogue)
                 return changed
@@ -505,6 +652,7 @@ class PostgresBackend(BaseBackend):
         def analyze(conn: psycopg.Connection[Any]) -> None:
             conn.execute("SET LOCAL statement_timeout = 0")
             conn.execute(f"ANALYZE {self._q}.tools")
+            conn.execute(f"ANALYZE {self._q}.holdings")
 
         try:
             self._retrying("refreshing statistics", analyze)
@@ -518,75 +666,101 @@ class PostgresBackend(BaseBackend):
             changed_rows,
         )
 
-    def _write(
+    def _hold(
         self, conn: psycopg.Connection[Any], tools: Sequence[Tool], catalogue: _Catalogue
     ) -> int:
-        """Write the tools whose hash differs from the stored one (inside the locked
-        transaction); encode only those whose embedded text differs too. Returns how many
-        were written."""
+        """Store the content of ``tools`` that is missing, then make this holder hold them
+        (inside the locked transaction). Returns how many content rows were written plus how
+        many holdings changed."""
         if not tools:
             return 0
-        stored = {
-            name: (hash_, bytes(text_hash))
-            for name, hash_, text_hash in conn.execute(
-                f"SELECT name, hash, text_hash FROM {self._q}.tools "
-                "WHERE namespace = %s AND name = ANY(%s)",
-                (self.namespace, [t.name for t in tools]),
+        hashes = [t.content_hash() for t in tools]
+        written = self._write_content(conn, tools, hashes, catalogue)
+        cur = conn.execute(
+            f"INSERT INTO {self._q}.holdings (namespace, holder, name, hash) "
+            "SELECT %s, %s, k.name, k.hash FROM unnest(%s::text[], %s::text[]) AS k(name, hash) "
+            "ON CONFLICT (namespace, holder, name) DO UPDATE SET hash = excluded.hash "
+            "WHERE holdings.hash <> excluded.hash",
+            (self.namespace, self.holder, [t.name for t in tools], hashes),
+        )
+        return written + max(cur.rowcount, 0)
+
+    def _write_content(
+        self,
+        conn: psycopg.Connection[Any],
+        tools: Sequence[Tool],
+        hashes: Sequence[str],
+        catalogue: _Catalogue,
+    ) -> int:
+        """Write the content rows of ``tools`` not stored yet, or stored by an older
+        tokeniser; each takes the vector of a stored row with the same embedded text, and
+        only texts no row has are encoded. Returns how many rows were written."""
+        current = {
+            name
+            for (name,) in conn.execute(
+                f"SELECT t.name FROM {self._q}.tools t JOIN unnest(%s::text[], %s::text[]) "
+                "AS k(name, hash) ON t.name = k.name AND t.hash = k.hash "
+                "WHERE t.namespace = %s AND t.tokenizer_version = %s",
+                ([t.name for t in tools], list(hashes), self.namespace, TOKENIZER_VERSION),
             )
         }
-        retokenise = catalogue.tokenizer_version != TOKENIZER_VERSION
-        changed = [
-            t for t in tools if retokenise or stored.get(t.name, ("",))[0] != t.content_hash()
-        ]
-        if not changed:
+        missing = [(t, h) for t, h in zip(tools, hashes, strict=True) if t.name not in current]
+        if not missing:
             return 0
-        texts = {t.name: self._vectors.text(t) for t in changed}
-        fresh = [
-            t for t in changed if stored.get(t.name, ("", b""))[1] != _text_hash(texts[t.name])
-        ]
-        vectors = self._encode([texts[t.name] for t in fresh], catalogue) if fresh else []
+        texts = {t.name: self._vectors.text(t) for t, _ in missing}
+        text_hashes = {name: _text_hash(text) for name, text in texts.items()}
+        vectors = self._vectors_for(conn, texts, text_hashes, catalogue)
         cache: SchemaCache = {}
-
-        def row(tool: Tool) -> tuple[Any, ...]:
-            return (
+        rows = [
+            (
                 self.namespace,
                 tool.name,
                 tool.mcp,
-                tool.content_hash(),
-                _text_hash(texts[tool.name]),
+                hash_,
+                text_hashes[tool.name],
                 json.dumps(tool.to_dict(), ensure_ascii=False, default=str),
                 document_literal(tool_fields(tool, schema_cache=cache)),
+                vectors[text_hashes[tool.name]],
+                TOKENIZER_VERSION,
             )
-
+            for tool, hash_ in missing
+        ]
         with conn.cursor() as cur:
             cur.executemany(
-                f"INSERT INTO {self._q}.tools (namespace, name, mcp, hash, text_hash, definition, "
-                "document, embedding) VALUES (%s, %s, %s, %s, %s, %s, %s::tsvector, %s) "
-                "ON CONFLICT (namespace, name) DO UPDATE SET mcp = excluded.mcp, "
-                "hash = excluded.hash, text_hash = excluded.text_hash, "
-                "definition = excluded.definition, document = excluded.document, "
-                "embedding = excluded.embedding",
-                [(*row(t), v) for t, v in zip(fresh, vectors, strict=True)],
+                f"INSERT INTO {self._q}.tools (namespace, name, mcp, hash, text_hash, "
+                "definition, document, embedding, tokenizer_version) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s::tsvector, %s, %s) "
+                "ON CONFLICT (namespace, name, hash) DO UPDATE SET mcp = excluded.mcp, "
+                "text_hash = excluded.text_hash, definition = excluded.definition, "
+                "document = excluded.document, embedding = excluded.embedding, "
+                "tokenizer_version = excluded.tokenizer_version",
+                rows,
             )
-            encoded = {t.name for t in fresh}
-            kept = [t for t in changed if t.name not in encoded]
-            cur.executemany(
-                f"UPDATE {self._q}.tools SET mcp = %s, hash = %s, text_hash = %s, "
-                "definition = %s, document = %s::tsvector WHERE namespace = %s AND name = %s",
-                [(*row(t)[2:], self.namespace, t.name) for t in kept],
-            )
-        self.written += len(changed)
-        return len(changed)
+        self.written += len(rows)
+        return len(rows)
 
-    def _settle_tokenizer(self, conn: psycopg.Connection[Any], catalogue: _Catalogue) -> None:
-        """Record that every tool of the namespace is now tokenised by this version. A namespace
-        written by an older tokeniser has each tool rewritten (and re-encoded where its text
-        changed) by the next full ``index``; ``upsert`` rewrites only what it is given."""
-        if catalogue.tokenizer_version != TOKENIZER_VERSION:
-            conn.execute(
-                f"UPDATE {self._q}.catalogues SET tokenizer_version = %s WHERE namespace = %s",
-                (TOKENIZER_VERSION, self.namespace),
+    def _vectors_for(
+        self,
+        conn: psycopg.Connection[Any],
+        texts: Mapping[str, str],
+        text_hashes: Mapping[str, bytes],
+        catalogue: _Catalogue,
+    ) -> dict[bytes, Any]:
+        """A vector per embedded text: a stored row's when any row of the namespace has the
+        text, else encoded (once per distinct text)."""
+        vectors: dict[bytes, Any] = {
+            bytes(text_hash): vector
+            for text_hash, vector in conn.execute(
+                f"SELECT DISTINCT ON (text_hash) text_hash, embedding FROM {self._q}.tools "
+                "WHERE namespace = %s AND text_hash = ANY(%s)",
+                (self.namespace, list(set(text_hashes.values()))),
             )
+        }
+        fresh = {text_hashes[name]: text for name, text in texts.items()}
+        fresh = {h: text for h, text in fresh.items() if h not in vectors}
+        if fresh:
+            vectors.update(zip(fresh, self._encode(list(fresh.values()), catalogue), strict=True))
+        return vectors
 
     def _encode(self, texts: Sequence[str], catalogue: _Catalogue) -> list[Any]:
         matrix = self._vectors.tools(texts)
@@ -598,26 +772,27 @@ class PostgresBackend(BaseBackend):
             )
         return list(matrix)
 
-    def _delete(self, conn: psycopg.Connection[Any], names: Sequence[str], *, keep: bool) -> int:
-        """Delete the named tools, or with ``keep`` every tool *not* named; returns how many
-        rows went."""
+    def _delete_holdings(
+        self, conn: psycopg.Connection[Any], names: Sequence[str], *, keep: bool
+    ) -> int:
+        """Drop this holder's holdings of the named tools, or with ``keep`` of every tool
+        *not* named; returns how many went. The content stays for other holders and reuse."""
         test = "NOT (name = ANY(%s))" if keep else "name = ANY(%s)"
         cur = conn.execute(
-            f"DELETE FROM {self._q}.tools WHERE namespace = %s AND {test}",
-            (self.namespace, list(names)),
+            f"DELETE FROM {self._q}.holdings WHERE namespace = %s AND holder = %s AND {test}",
+            (self.namespace, self.holder, list(names)),
         )
         return max(cur.rowcount, 0)
 
     def _after_change(self, conn: psycopg.Connection[Any], catalogue: _Catalogue) -> None:
-        """Record the vector size, build the HNSW index once worth it, bump the generation and
-        notify — all in the writing transaction, so readers see the change whole. Each step
-        reads only what it needs: the size from one row, the row count only until the index
-        exists (a write of one chunk never scans the namespace's vectors)."""
+        """Record the vector size, build the HNSW index once worth it, bump the generation,
+        renew the lease and notify — all in the writing transaction, so readers see the
+        change whole. Each step reads only what it needs: the size from one row, the row
+        count only until the index exists (a write of one chunk never scans the vectors)."""
         dim = catalogue.dim
         if dim is None:
             found = conn.execute(
-                f"SELECT vector_dims(embedding) FROM {self._q}.tools "
-                "WHERE namespace = %s AND embedding IS NOT NULL LIMIT 1",
+                f"SELECT vector_dims(embedding) FROM {self._q}.tools WHERE namespace = %s LIMIT 1",
                 (self.namespace,),
             ).fetchone()
             dim = int(found[0]) if found else None
@@ -629,13 +804,20 @@ class PostgresBackend(BaseBackend):
             build = rows >= self.hnsw_min_rows
             if build:
                 self._build_hnsw(conn, dim)
-        generation = conn.execute(
+        row = conn.execute(
             f"UPDATE {self._q}.catalogues SET dim = COALESCE(dim, %s), hnsw = hnsw OR %s, "
             "generation = generation + 1, updated_at = now() WHERE namespace = %s "
             "RETURNING generation",
             (dim, build, self.namespace),
         ).fetchone()
-        self._notify(conn, int(generation[0]) if generation else -1)
+        generation = int(row[0]) if row else -1
+        conn.execute(
+            f"UPDATE {self._q}.holders SET generation = %s, expires_at = clock_timestamp() + "
+            "lease * interval '1 second' WHERE namespace = %s AND holder = %s",
+            (generation, self.namespace, self.holder),
+        )
+        note = {"namespace": self.namespace, "holder": self.holder, "generation": generation}
+        notify(conn, self.channel, note)
 
     def _build_hnsw(self, conn: psycopg.Connection[Any], dim: int) -> None:
         from psycopg import sql
@@ -661,20 +843,18 @@ class PostgresBackend(BaseBackend):
             time.perf_counter() - started,
         )
 
-    def _notify(self, conn: psycopg.Connection[Any], generation: int) -> None:
-        payload = json.dumps({"namespace": self.namespace, "generation": generation})
-        conn.execute("SELECT pg_notify(%s, %s)", (self.channel, payload))
-
     # ------------------------------------------------------------------ reading
     @property
     def tools(self) -> Mapping[str, Tool]:
-        """The stored tools by name, read back from the database (pool order)."""
+        """The tools this holder holds by name, read back from the database (pool order)."""
         from toolsearch.catalog import tool_from_dict
 
         def read(conn: psycopg.Connection[Any]) -> list[Any]:
             return conn.execute(
-                f"SELECT definition FROM {self._q}.tools WHERE namespace = %s ORDER BY mcp, name",
-                (self.namespace,),
+                f"SELECT t.definition FROM {self._q}.tools t JOIN {self._q}.holdings h "
+                "ON h.namespace = t.namespace AND h.name = t.name AND h.hash = t.hash "
+                "WHERE h.namespace = %s AND h.holder = %s ORDER BY t.mcp, t.name",
+                (self.namespace, self.holder),
             ).fetchall()
 
         rows = self._retrying("reading tools", read)
@@ -684,7 +864,8 @@ class PostgresBackend(BaseBackend):
     def __len__(self) -> int:
         def count(conn: psycopg.Connection[Any]) -> int:
             row = conn.execute(
-                f"SELECT count(*) FROM {self._q}.tools WHERE namespace = %s", (self.namespace,)
+                f"SELECT count(*) FROM {self._q}.holdings WHERE namespace = %s AND holder = %s",
+                (self.namespace, self.holder),
             ).fetchone()
             return int(row[0]) if row else 0
 
@@ -693,11 +874,15 @@ class PostgresBackend(BaseBackend):
 
     @property
     def generation(self) -> int:
-        """The namespace's change counter (0 before its first write)."""
+        """The change counter of this holder's view: the namespace's counter at its last
+        change (0 before its first write, and while its holdings are collected)."""
 
         def read(conn: psycopg.Connection[Any]) -> int:
-            catalogue = self._catalogue(conn, create=False)
-            return catalogue.generation if catalogue else 0
+            row = conn.execute(
+                f"SELECT generation FROM {self._q}.holders WHERE namespace = %s AND holder = %s",
+                (self.namespace, self.holder),
+            ).fetchone()
+            return int(row[0]) if row else 0
 
         found: int = self._retrying("reading the generation", read)
         return found
@@ -753,11 +938,19 @@ class PostgresBackend(BaseBackend):
 
     def _lexical(self, conn: psycopg.Connection[Any], tsquery: str, depth: int) -> _Ranked:
         rows = conn.execute(
-            f"SELECT name, mcp, {self.rank_function}(%s::float4[], document, q, %s) AS score "
-            f"FROM {self._q}.tools, CAST(%s AS tsquery) AS q "
-            "WHERE namespace = %s AND document @@ q "
-            "ORDER BY score DESC, mcp, name LIMIT %s",
-            (list(self.rank_weights), self.rank_normalization, tsquery, self.namespace, depth),
+            f"SELECT t.name, t.mcp, {self.rank_function}(%s::float4[], t.document, q, %s) "
+            f"AS score FROM {self._q}.tools t JOIN {self._q}.holdings h ON h.namespace = "
+            "t.namespace AND h.name = t.name AND h.hash = t.hash, CAST(%s AS tsquery) AS q "
+            "WHERE t.namespace = %s AND h.holder = %s AND t.document @@ q "
+            "ORDER BY score DESC, t.mcp, t.name LIMIT %s",
+            (
+                list(self.rank_weights),
+                self.rank_normalization,
+                tsquery,
+                self.namespace,
+                self.holder,
+                depth,
+            ),
         ).fetchall()
         return [(name, mcp, float(score)) for name, mcp, score in rows if score > 0]
 
@@ -786,20 +979,27 @@ class PostgresBackend(BaseBackend):
                 )
             )
             conn.execute("SET LOCAL enable_seqscan = off")
+            if self._iterative_scan:
+                # rows other holders hold are skipped: the scan goes on until LIMIT rows of
+                # this holder are found (pgvector 0.8; re-sorted below)
+                conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
             distance: sql.Composable = sql.SQL(
-                "embedding::vector({dim}) <=> %s::vector({dim})"
+                "t.embedding::vector({dim}) <=> %s::vector({dim})"
             ).format(dim=sql.Literal(catalogue.dim))
         else:
-            distance = sql.SQL("embedding <=> %s")  # matches no index: an exact scan
+            distance = sql.SQL("t.embedding <=> %s")  # matches no index: an exact scan
         # Everything but the vector is a literal: a prepared statement's generic plan, not
         # knowing the LIMIT, would pick a full scan over the HNSW index.
         statement = sql.SQL(
-            "SELECT name, mcp, 1 - ({distance}) AS score FROM {schema}.tools "
-            "WHERE namespace = {ns} ORDER BY {distance} LIMIT {limit}"
+            "SELECT t.name, t.mcp, 1 - ({distance}) AS score FROM {schema}.tools t "
+            "WHERE t.namespace = {ns} AND EXISTS (SELECT 1 FROM {schema}.holdings h "
+            "WHERE h.namespace = t.namespace AND h.holder = {holder} AND h.name = t.name "
+            "AND h.hash = t.hash) ORDER BY {distance} LIMIT {limit}"
         ).format(
             distance=distance,
             schema=sql.Identifier(self.schema),
             ns=sql.Literal(self.namespace),
+            holder=sql.Literal(self.holder),
             limit=sql.Literal(limit),
         )
         rows = conn.execute(statement, (vector, vector)).fetchall()
@@ -814,51 +1014,130 @@ class PostgresBackend(BaseBackend):
 
     # ------------------------------------------------------------------ change feed
     def on_change(self, callback: Callable[[int], None]) -> None:
-        """Call ``callback(generation)`` whenever any process changes this namespace (within
-        about a second; ``-1`` after a reconnect, when changes may have been missed)."""
-        self._listeners.append(callback)
-        if self._listener is None:
+        """Call ``callback(generation)`` whenever this holder's view changes — by a write of
+        this holder (in any process using its name) or by its holdings being collected —
+        within about a second. Another holder's writes change shared content, not this
+        view, and are not reported. Notifications are hints: the generation reported is
+        read from the table, so a forged one can cause a read, never a wrong value."""
+        with self._threads_lock:
+            if self._reported is None:
+                self._reported = self._read_generation()
+            self._listeners.append(callback)
+        self._start_listener()
+        self._start_heartbeat()
+
+    def _start_listener(self) -> None:
+        """Start the listener thread, or a new one if it died (the heartbeat checks)."""
+        with self._threads_lock:
+            if self._closed.is_set() or not self._listeners:
+                return
+            if self._listener is not None and self._listener.is_alive():
+                return
             self._listener = threading.Thread(
                 target=self._listen, name=f"toolsearch-listen-{self.namespace}", daemon=True
             )
             self._listener.start()
 
     def _listen(self) -> None:
+        """Listen until closed; whatever breaks a round (a lost connection or anything
+        else) is logged and the next round reconnects."""
+        while not self._closed.is_set():
+            try:
+                self._listen_round()
+            except Exception as exc:
+                if self._closed.is_set():
+                    return
+                import psycopg
+
+                if isinstance(exc, psycopg.Error):
+                    logger.warning(
+                        "postgres listener lost its connection (%s); reconnecting", _message(exc)
+                    )
+                else:
+                    logger.exception("postgres listener failed; restarting it")
+                self._closed.wait(0.5)
+
+    def _listen_round(self) -> None:
         import psycopg
         from psycopg import sql
 
         kwargs = self.settings.connect_kwargs(statement_timeout=0)
-        first = True
-        while not self._closed.is_set():
-            try:
-                with psycopg.connect(self.settings.conninfo, autocommit=True, **kwargs) as conn:
-                    conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
-                    if not first:
-                        self._changed(-1)
-                    first = False
-                    while not self._closed.is_set():
-                        for note in conn.notifies(timeout=0.5):
-                            self._on_notify(note.payload)
-            except psycopg.Error as exc:
-                logger.warning(
-                    "postgres listener lost its connection (%s); reconnecting", _message(exc)
-                )
-                self._closed.wait(0.5)
+        with psycopg.connect(self.settings.conninfo, autocommit=True, **kwargs) as conn:
+            conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
+            self._report()  # changes made while nobody listened
+            while not self._closed.is_set():
+                hinted = False
+                for note in conn.notifies(timeout=0.5, stop_after=_NOTES_PER_READ):
+                    hinted = read_note(note.payload, self.namespace, self.holder) or hinted
+                if hinted:
+                    self._report()
 
-    def _on_notify(self, payload: str) -> None:
+    def _read_generation(self) -> int:
         try:
-            note = json.loads(payload)
-        except ValueError:
-            return
-        if isinstance(note, dict) and note.get("namespace") == self.namespace:
-            self._changed(int(note.get("generation", -1)))
+            return self.generation
+        except BackendError as exc:
+            logger.warning("postgres: %s", exc)
+            return -1
 
-    def _changed(self, generation: int) -> None:
-        for callback in list(self._listeners):
+    def _report(self) -> None:
+        """Re-read this holder's generation and tell the subscribers if it changed (``-1``
+        when it cannot be read: a change may have been missed)."""
+        generation = self._read_generation()
+        with self._threads_lock:
+            if generation == self._reported and generation != -1:
+                return
+            self._reported = generation
+            callbacks = list(self._listeners)
+        for callback in callbacks:
             try:
                 callback(generation)
             except Exception:
                 logger.exception("postgres on_change callback failed")
+
+    # ------------------------------------------------------------------ heartbeat
+    def _start_heartbeat(self) -> None:
+        with self._threads_lock:
+            if self._closed.is_set():
+                return
+            if self._heartbeat is not None and self._heartbeat.is_alive():
+                return
+            self._heartbeat = threading.Thread(
+                target=self._beat, name=f"toolsearch-lease-{self.namespace}", daemon=True
+            )
+            self._heartbeat.start()
+
+    def _beat(self) -> None:
+        """Renew the lease every third of it, collect garbage every lease (when no write
+        holds the namespace), and restart a dead listener; failures are logged and tried
+        again at the next beat."""
+        tick = min(1.0, self.lease / 3)
+        renew_at = collect_at = time.monotonic() + tick
+        while not self._closed.wait(tick):
+            try:
+                now = time.monotonic()
+                if now >= renew_at:
+                    renew_at = now + self.lease / 3
+                    self.refresh_lease()
+                if now >= collect_at:
+                    collect_at = now + self.lease
+                    self._collect_if_free()
+                self._start_listener()
+            except Exception as exc:
+                if self._closed.is_set():
+                    return
+                logger.warning("postgres: holder heartbeat: %s", exc)
+
+    def _collect_if_free(self) -> None:
+        def work(conn: psycopg.Connection[Any]) -> None:
+            conn.execute("SET LOCAL statement_timeout = 0")
+            (free,) = conn.execute(
+                "SELECT pg_try_advisory_xact_lock(%s)",
+                (lock_key("namespace", self.schema, self.namespace),),
+            ).fetchone() or (False,)
+            if free and self._catalogue(conn, create=False) is not None:
+                collect(conn, self.schema, self.namespace, self.retention, self.channel)
+
+        self._retrying("garbage collection", work)
 
     def params(self) -> dict[str, object]:
         return {
@@ -874,6 +1153,8 @@ class PostgresBackend(BaseBackend):
             "fusion": self._fusion_params(),
             "min_similarity": self.min_similarity,
             "multistep": self.multistep,
+            "lease": self.lease,
+            "retention": self.retention,
             "embedding": self._vectors.describe(),
         }
 
@@ -892,9 +1173,39 @@ class PostgresBackend(BaseBackend):
         return params | {"depth": DEFAULT_DEPTH}
 
 
-def _close_pool(pool: ConnectionPool, closed: threading.Event) -> None:
+class _HolderLost(Exception):
+    """This holder's row is gone (its lease expired and its holdings were collected)."""
+
+
+@dataclass
+class _Release:
+    """Releasing a holder at close; ``armed`` once it has written (held anything)."""
+
+    pool: ConnectionPool
+    schema: str
+    namespace: str
+    holder: str
+    channel: str
+    armed: bool = False
+
+    def __call__(self) -> None:
+        if self.armed:
+            release(self.pool, self.schema, self.namespace, self.holder, self.channel)
+            self.armed = False
+
+
+def _shut(pool: ConnectionPool, closed: threading.Event, release_holder: _Release) -> None:
     closed.set()
-    pool.close()
+    try:
+        release_holder()
+    finally:
+        pool.close()
+
+
+def _pgvector_version(conn: psycopg.Connection[Any]) -> tuple[int, ...]:
+    row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+    parts = str(row[0]).split(".") if row else []
+    return tuple(int(part) for part in parts if part.isdigit())
 
 
 def _message(exc: BaseException) -> str:

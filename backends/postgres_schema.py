@@ -4,14 +4,21 @@ Layout (schema ``toolsearch`` unless the ``schema`` option says otherwise):
 
 ``meta``        ``key``/``value`` rows; ``schema_version`` is the number of the last migration
                 applied (:data:`MIGRATIONS`)
-``catalogues``  one row per namespace: the encoder that wrote its vectors and their size, the
-                tokeniser version of its documents, a ``generation`` bumped by every change,
-                and whether its HNSW index exists
-``tools``       one row per tool of a namespace: ``name``, ``mcp`` (pool order), ``hash``
-                (``Tool.content_hash()``), ``text_hash`` (of the embedded text), the tool as
-                ``json`` (not ``jsonb``, which reorders keys and so parameters), its
-                weighted ``document`` (``tsvector``, GIN-indexed) and its ``embedding``
-                (pgvector ``vector``)
+``catalogues``  one row per namespace: the encoder that wrote its vectors and their size, a
+                ``generation`` bumped by every change of any holder's holdings, and whether
+                its HNSW index exists (its ``tokenizer_version`` is that of version 1 rows)
+``tools``       the shared *content*: one row per version of a tool in a namespace, keyed by
+                ``name`` and ``hash`` (``Tool.content_hash()``): ``mcp`` (pool order),
+                ``text_hash`` (of the embedded text; rows with equal texts share a vector), the
+                tool as ``json`` (not ``jsonb``, which reorders keys and so parameters), its
+                weighted ``document`` (``tsvector``, GIN-indexed) and the ``tokenizer_version``
+                that wrote it, its ``embedding`` (pgvector ``vector``), and ``released_at``,
+                when the garbage collection first found no holding of it
+``holders``     one row per live backend instance of a namespace: its lease (``expires_at``,
+                ``lease`` seconds) and the ``generation`` of its last change
+``holdings``    what each holder holds: ``(namespace, holder, name) -> hash``; searches see
+                the content rows their holder holds (docs/postgres.md, "Sharing one
+                namespace")
 
 Vectors of different namespaces may differ in size, so the HNSW index of a namespace is a
 partial expression index, ``(embedding::vector(dim)) vector_cosine_ops WHERE namespace = ...``,
@@ -67,6 +74,38 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             PRIMARY KEY (namespace, name)
         )""",
         "CREATE INDEX IF NOT EXISTS tools_document ON {s}.tools USING gin (document)",
+    ),
+    (
+        # Content keyed by hash; the rows of version 1 become unreferenced content, kept for
+        # reuse until the garbage collection's retention has passed.
+        "ALTER TABLE {s}.tools ADD COLUMN IF NOT EXISTS tokenizer_version integer",
+        "UPDATE {s}.tools t SET tokenizer_version = c.tokenizer_version FROM {s}.catalogues c "
+        "WHERE c.namespace = t.namespace AND t.tokenizer_version IS NULL",
+        "ALTER TABLE {s}.tools ALTER COLUMN tokenizer_version SET NOT NULL",
+        "ALTER TABLE {s}.tools ADD COLUMN IF NOT EXISTS released_at timestamptz",
+        "UPDATE {s}.tools SET released_at = now() WHERE released_at IS NULL",
+        "ALTER TABLE {s}.tools DROP CONSTRAINT IF EXISTS tools_pkey",
+        "ALTER TABLE {s}.tools ADD CONSTRAINT tools_pkey PRIMARY KEY (namespace, name, hash)",
+        "CREATE INDEX IF NOT EXISTS tools_text_hash ON {s}.tools (namespace, text_hash)",
+        """CREATE TABLE IF NOT EXISTS {s}.holders (
+            namespace text NOT NULL REFERENCES {s}.catalogues ON DELETE CASCADE,
+            holder text NOT NULL,
+            lease double precision NOT NULL,
+            expires_at timestamptz NOT NULL,
+            generation bigint NOT NULL DEFAULT 0,
+            started_at timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY (namespace, holder)
+        )""",
+        """CREATE TABLE IF NOT EXISTS {s}.holdings (
+            namespace text NOT NULL,
+            holder text NOT NULL,
+            name text NOT NULL,
+            hash text NOT NULL,
+            PRIMARY KEY (namespace, holder, name),
+            FOREIGN KEY (namespace, holder) REFERENCES {s}.holders ON DELETE CASCADE,
+            FOREIGN KEY (namespace, name, hash) REFERENCES {s}.tools
+        )""",
+        "CREATE INDEX IF NOT EXISTS holdings_content ON {s}.holdings (namespace, name, hash)",
     ),
 )
 

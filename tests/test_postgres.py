@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 import uuid
 from dataclasses import replace
 from typing import Any
@@ -345,8 +346,8 @@ def test_namespaces_side_by_side(postgres_url: str) -> None:
 def test_a_namespace_of_an_older_tokeniser_is_rewritten_by_the_next_index(
     postgres_url: str,
 ) -> None:
-    """Tools stored by an older tokeniser keep their old tokens until a full ``index`` rewrites
-    every row (re-encoding only the tools whose embedded text changed)."""
+    """Tools stored by an older tokeniser keep their old tokens until a write of them rewrites
+    their rows (re-encoding only the tools whose embedded text changed)."""
     namespace = f"tok-{uuid.uuid4()}"
     okta = Tool("mcp__okta-mcp-server__list_users", "List the users of the organisation.")
     with _backend(postgres_url, namespace=namespace) as backend:
@@ -354,7 +355,7 @@ def test_a_namespace_of_an_older_tokeniser_is_rewritten_by_the_next_index(
         schema = backend.schema
     with psycopg.connect(postgres_url, autocommit=True) as conn:
         conn.execute(
-            f'UPDATE "{schema}".catalogues SET tokenizer_version = %s WHERE namespace = %s',
+            f'UPDATE "{schema}".tools SET tokenizer_version = %s WHERE namespace = %s',
             (TOKENIZER_VERSION - 1, namespace),
         )
         conn.execute(
@@ -368,8 +369,8 @@ def test_a_namespace_of_an_older_tokeniser_is_rewritten_by_the_next_index(
         assert reopened.encoded == 1  # only the tool whose stored text differed
         with psycopg.connect(postgres_url) as conn:
             version, document = conn.execute(
-                f'SELECT c.tokenizer_version, t.document::text FROM "{schema}".catalogues c '
-                f'JOIN "{schema}".tools t USING (namespace) WHERE namespace = %s AND name = %s',
+                f'SELECT tokenizer_version, document::text FROM "{schema}".tools '
+                "WHERE namespace = %s AND name = %s",
                 (namespace, okta.name),
             ).fetchone()
         assert version == TOKENIZER_VERSION
@@ -458,13 +459,18 @@ def test_a_large_write_refreshes_the_planners_statistics(postgres_url: str) -> N
         assert len(backend) == 0
 
 
-def test_changes_reach_a_subscriber_within_a_second(postgres_url: str) -> None:
+def test_changes_of_a_holders_view_reach_its_subscriber_within_a_second(
+    postgres_url: str,
+) -> None:
+    """A subscriber hears the changes of its own holder's view, made by any instance using
+    its holder name; another holder's writes change nothing it sees and are not reported."""
     namespace = f"feed-{uuid.uuid4()}"
     seen = threading.Event()
     generations: list[int] = []
     with (
-        _backend(postgres_url, namespace=namespace) as writer,
-        _backend(postgres_url, namespace=namespace) as reader,
+        _backend(postgres_url, namespace=namespace, holder="pod-1") as writer,
+        _backend(postgres_url, namespace=namespace, holder="pod-1") as reader,
+        _backend(postgres_url, namespace=namespace) as other,
     ):
         writer.index(TOOLS)
 
@@ -478,8 +484,12 @@ def test_changes_reach_a_subscriber_within_a_second(postgres_url: str) -> None:
             writer.upsert([Tool(f"mcp__feed__tool_{attempt}", "A tool added by a writer.")])
             if seen.wait(1.0):
                 break
-        assert seen.is_set() and generations[-1] > 0
+        assert seen.is_set() and generations[-1] == reader.generation > 0
         assert reader.search(parse_query("added by a writer"), 5)
+        heard = len(generations)
+        other.index([Tool("mcp__other__tool", "A tool of another holder.")])
+        time.sleep(1.0)
+        assert len(generations) == heard
 
 
 def test_the_local_server_command(capsys: pytest.CaptureFixture[str]) -> None:

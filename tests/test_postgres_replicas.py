@@ -1,8 +1,9 @@
 """Replicas of the ``postgres`` backend in separate processes sharing one database.
 
-Each replica is this file run as a script (``python test_postgres_replicas.py URL NAMESPACE``):
-a backend on one namespace driven by JSON lines on stdin, answering on stdout, and printing a
-``change`` event for every notification it hears. The tests start, kill and race them against
+Each replica is this file run as a script (``python test_postgres_replicas.py URL NAMESPACE
+[OPTIONS]``): a backend (a holder, docs/postgres.md) on one namespace driven by JSON lines on
+stdin, answering on stdout, and printing a ``change`` event for every change of its view it
+hears. The tests start, kill and race them against
 the real server of tests/conftest.py, whose ``restart()`` stops PostgreSQL at once and starts it
 again. Long tests are marked ``slow``.
 """
@@ -20,6 +21,7 @@ import threading
 import time
 import uuid
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -47,13 +49,15 @@ def catalogue(size: int, *, version: int = 0) -> list[Tool]:
 # ---------------------------------------------------------------------------- the replica side
 
 
-def _replica(url: str, namespace: str) -> None:
+def _replica(url: str, namespace: str, options: dict[str, Any]) -> None:
     from toolsearch.backends.postgres import PostgresBackend
     from toolsearch.catalog import tool_from_dict
     from toolsearch.errors import BackendError
     from toolsearch.query import parse_query
 
-    backend = PostgresBackend(url=url, namespace=namespace, encoder="hashing", connect_timeout=3)
+    backend = PostgresBackend(
+        url=url, namespace=namespace, **{"encoder": "hashing", "connect_timeout": 3, **options}
+    )
     lock = threading.Lock()
 
     def say(record: dict[str, Any]) -> None:
@@ -88,6 +92,12 @@ def _replica(url: str, namespace: str) -> None:
             elif op == "count":
                 say({"count": len(backend)})
                 continue
+            elif op == "holder":
+                say({"holder": backend.holder})
+                continue
+            elif op == "tools":
+                say({"tools": [t.to_dict() for t in backend.tools.values()]})
+                continue
             elif op == "subscribe":
                 backend.on_change(lambda g: say({"event": "change", "generation": g}))
             elif op == "search":
@@ -117,9 +127,9 @@ def _replica(url: str, namespace: str) -> None:
 class Replica:
     """One replica process; answers and change events arrive on separate queues."""
 
-    def __init__(self, url: str, namespace: str) -> None:
+    def __init__(self, url: str, namespace: str, **options: Any) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, str(HERE), url, namespace],
+            [sys.executable, str(HERE), url, namespace, json.dumps(options)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -183,8 +193,8 @@ def replicas(postgres_url: str) -> Any:
     namespace = f"replicas-{uuid.uuid4()}"
     started: list[Replica] = []
 
-    def start(count: int) -> list[Replica]:
-        new = [Replica(postgres_url, namespace) for _ in range(count)]
+    def start(count: int, **options: Any) -> list[Replica]:
+        new = [Replica(postgres_url, namespace, **options) for _ in range(count)]
         started.extend(new)
         return new
 
@@ -216,21 +226,103 @@ def test_replicas_starting_together_encode_each_tool_once(replicas: Any) -> None
     assert sum(encoded) == len(tools), encoded
 
 
-def test_a_write_reaches_every_replica_within_a_second(replicas: Any) -> None:
+def test_a_replica_hears_changes_of_its_own_view_only(replicas: Any) -> None:
+    """Another holder's write changes shared content, not this holder's results: nothing is
+    reported. A process taking over the holder name (a restarted pod) changes the view of
+    every process holding under that name, which hears it within a second."""
     tools = catalogue(50)
-    writer, *readers = replicas(3)
-    writer.call("index", tools)
-    for reader in readers:
-        reader.call("subscribe")
+    (other,) = replicas(1)
+    first, second = replicas(2, holder="pod-1")
+    first.call("index", tools)
+    other.call("index", [*tools, Tool("mcp__billing__charge", "Charge a customer's card.")])
+    for replica in (other, first):
+        replica.call("subscribe")
     time.sleep(1.0)  # the listeners connect
     new = Tool("mcp__billing__refund_payment", "Refund a customer's card payment.")
     sent = time.monotonic()
-    writer.call("upsert", [new])
-    for reader in readers:
-        heard, generation = reader.changes.get(timeout=5)
-        assert heard - sent < 1.0 and generation > 0
-        hits = reader.call("search", query="refund a card payment")["hits"]
-        assert hits[0][0] == new.name
+    second.call("index", [*tools, new])
+    heard, generation = first.changes.get(timeout=5)
+    assert heard - sent < 1.0 and generation > 0
+    assert first.call("search", query="refund a card payment")["hits"][0][0] == new.name
+    time.sleep(0.5)
+    assert other.changes.empty()
+
+
+def _names(replica: Replica) -> set[str]:
+    return {tool["name"] for tool in replica.call("tools")["tools"]}
+
+
+def test_two_writers_with_different_sets_both_end_complete(replicas: Any) -> None:
+    """Two processes indexing 3,000 different tools each at once: each holds all of its own
+    (chunks of different holders interleave; none deletes what the other wrote)."""
+    mine = catalogue(3000)
+    theirs = [replace(t, name=t.name.replace("_item_", "_thing_")) for t in mine]
+    first, second = replicas(2)
+    first.send("index", mine)
+    second.send("index", theirs)
+    for replica in (first, second):
+        assert replica.answer()["done"] == "index"
+    assert _names(first) == {t.name for t in mine}
+    assert _names(second) == {t.name for t in theirs}
+    assert first.call("count")["count"] == second.call("count")["count"] == 3000
+
+
+def _holdings(url: str, namespace: str, holder: str) -> int:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        (count,) = conn.execute(
+            "SELECT count(*) FROM toolsearch.holdings WHERE namespace = %s AND holder = %s",
+            (namespace, holder),
+        ).fetchone() or (0,)
+    return int(count)
+
+
+def test_a_sigkilled_replica_is_forgotten_after_its_lease(replicas: Any, postgres_url: str) -> None:
+    """A replica killed with SIGKILL never changes another's results, and its holdings go
+    once its lease has expired (collected by a survivor's heartbeat)."""
+    shared = catalogue(120)
+    (survivor,) = replicas(1, lease=1.5, retention=0)
+    (victim,) = replicas(1, lease=1.5, retention=0)
+    survivor.call("index", shared[:100])
+    victim.call("index", shared[40:])
+    victim_holder = victim.call("holder")["holder"]
+    queries = ["update item in jira", "archive item 110 in docker", "list item in slack"]
+    before = [survivor.call("search", query=q)["hits"] for q in queries]
+    victim.kill()
+    assert [survivor.call("search", query=q)["hits"] for q in queries] == before
+    deadline = time.monotonic() + 10
+    while (
+        _holdings(postgres_url, replicas.namespace, victim_holder) and time.monotonic() < deadline
+    ):
+        time.sleep(0.25)
+    assert _holdings(postgres_url, replicas.namespace, victim_holder) == 0
+    assert [survivor.call("search", query=q)["hits"] for q in queries] == before
+    assert survivor.call("count")["count"] == 100
+
+
+def test_a_stalled_replica_restores_its_holdings(replicas: Any, postgres_url: str) -> None:
+    """A replica that stops renewing its lease (here SIGSTOP) loses its holdings to the
+    others' collection; once it runs again it finds them gone and writes them back."""
+    tools = catalogue(80)
+    (collector,) = replicas(1, lease=1.0)
+    (stalled,) = replicas(1, lease=1.0)
+    collector.call("index", tools[:10])
+    stalled.call("index", tools)
+    holder = stalled.call("holder")["holder"]
+    stalled.process.send_signal(signal.SIGSTOP)
+    try:
+        deadline = time.monotonic() + 10
+        while _holdings(postgres_url, replicas.namespace, holder) and time.monotonic() < deadline:
+            time.sleep(0.25)
+        assert _holdings(postgres_url, replicas.namespace, holder) == 0
+    finally:
+        stalled.process.send_signal(signal.SIGCONT)
+    deadline = time.monotonic() + 10
+    while stalled.call("count")["count"] != len(tools) and time.monotonic() < deadline:
+        time.sleep(0.25)
+    assert stalled.call("count")["count"] == len(tools)
+    assert stalled.call("search", query="archive item 5 in docker")["hits"]
 
 
 @pytest.mark.slow
@@ -298,41 +390,50 @@ def test_a_database_restart_loses_no_update(
 
 @pytest.mark.slow
 def test_conflicting_updates_end_equal_to_a_rebuild(replicas: Any, postgres_url: str) -> None:
+    """Two holders storming versions of the same tools: each one's view ends equal to a
+    rebuild of the tools it holds, row for row and search for search."""
     import psycopg
 
     from toolsearch.backends.postgres import PostgresBackend
+    from toolsearch.catalog import tool_from_dict
+    from toolsearch.query import parse_query
 
     size = 30
     first, second = replicas(2)
-    first.call("index", catalogue(size))
+    for replica in (first, second):
+        replica.call("index", catalogue(size))
     for seed, replica in enumerate((first, second)):
         replica.send("storm", seed=seed, size=size, rounds=40)
     for replica in (first, second):
         assert replica.answer()["done"] == "storm"
-    live = PostgresBackend(url=postgres_url, namespace=replicas.namespace, encoder="hashing")
-    final = list(live.tools.values())
-    rebuilt = PostgresBackend(
-        url=postgres_url, namespace=f"rebuild-{uuid.uuid4()}", encoder="hashing"
-    )
-    rebuilt.index(final)
-    columns = "name, hash, text_hash, document::text, embedding::text, mcp"
-    with psycopg.connect(postgres_url, autocommit=True) as conn:
-        rows = [
-            conn.execute(
-                f"SELECT {columns} FROM toolsearch.tools WHERE namespace = %s ORDER BY name",
-                (backend.namespace,),
-            ).fetchall()
-            for backend in (live, rebuilt)
-        ]
-    differing = [(a, b) for a, b in zip(*rows, strict=True) if a != b]
-    assert len(rows[0]) == len(rows[1]) == size and not differing, differing[:1]
-    for raw in ["create item", "revision 7 slack", "archive docker"]:
-        from toolsearch.query import parse_query
-
-        assert live.search(parse_query(raw), 10) == rebuilt.search(parse_query(raw), 10)
-    live.close()
-    rebuilt.close()
+    columns = "t.name, t.hash, t.text_hash, t.document::text, t.embedding::text, t.mcp"
+    for replica in (first, second):
+        final = [tool_from_dict(d) for d in replica.call("tools")["tools"]]
+        holder = replica.call("holder")["holder"]
+        rebuilt = PostgresBackend(
+            url=postgres_url, namespace=f"rebuild-{uuid.uuid4()}", encoder="hashing"
+        )
+        rebuilt.index(final)
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            rows = [
+                conn.execute(
+                    f"SELECT {columns} FROM toolsearch.tools t JOIN toolsearch.holdings h "
+                    "USING (namespace, name, hash) WHERE namespace = %s AND h.holder = %s "
+                    "ORDER BY name",
+                    (namespace, who),
+                ).fetchall()
+                for namespace, who in (
+                    (replicas.namespace, holder),
+                    (rebuilt.namespace, rebuilt.holder),
+                )
+            ]
+        differing = [(a, b) for a, b in zip(*rows, strict=True) if a != b]
+        assert len(rows[0]) == len(rows[1]) == size and not differing, differing[:1]
+        for raw in ["create item", "revision 7 slack", "archive docker"]:
+            hits = replica.call("search", query=raw, k=10)["hits"]
+            assert hits == [[h.name, h.score] for h in rebuilt.search(parse_query(raw), 10)]
+        rebuilt.close()
 
 
 if __name__ == "__main__":
-    _replica(sys.argv[1], sys.argv[2])
+    _replica(sys.argv[1], sys.argv[2], json.loads(sys.argv[3]) if len(sys.argv) > 3 else {})

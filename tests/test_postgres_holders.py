@@ -1,0 +1,240 @@
+"""Holders of the ``postgres`` backend: what each backend instance sees of a shared namespace.
+
+Every instance is a holder: its searches see the tools it indexed, whatever any other instance
+on the same namespace writes, removes or forgets (docs/postgres.md, "Sharing one namespace").
+Against the real server of tests/conftest.py; processes killed with SIGKILL are in
+tests/test_postgres_replicas.py.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+psycopg = pytest.importorskip("psycopg")
+
+from toolsearch.backends.postgres import PostgresBackend  # noqa: E402
+from toolsearch.query import parse_query  # noqa: E402
+from toolsearch.tool import Tool, pool_order  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+CLI = [sys.executable, "-m", "toolsearch"]
+
+GATEWAY = pool_order(
+    [
+        Tool(
+            "mcp__slack__send_message",
+            "Send a message to a Slack channel.",
+            {"type": "object", "properties": {"channel": {}, "text": {}}},
+        ),
+        Tool("mcp__slack__list_channels", "List the channels of a Slack workspace."),
+        Tool("mcp__github__create_issue", "Create a new issue in a GitHub repository."),
+        Tool("mcp__weather__forecast", "Get the weather forecast for a city."),
+    ]
+)
+OTHER = pool_order(
+    [
+        Tool("mcp__mail__send_email", "Send an email to a recipient."),
+        Tool("mcp__jira__create_ticket", "Create a ticket in Jira."),
+    ]
+)
+QUERIES = ["send a message on slack", "create an issue", "weather in Paris", "slack channels"]
+
+
+def _backend(url: str, namespace: str, **options: Any) -> PostgresBackend:
+    options.setdefault("encoder", "hashing")
+    return PostgresBackend(url=url, namespace=namespace, **options)
+
+
+def _answers(backend: PostgresBackend) -> list[list[str]]:
+    return [[h.name for h in backend.search(parse_query(q), 5)] for q in QUERIES]
+
+
+@pytest.fixture
+def namespace() -> str:
+    return f"holders-{uuid.uuid4()}"
+
+
+def test_a_cli_search_leaves_a_running_gateways_results(postgres_url: str, namespace: str) -> None:
+    with _backend(postgres_url, namespace) as gateway:
+        gateway.index(GATEWAY)
+        before = _answers(gateway)
+        env = {
+            **os.environ,
+            "TOOLSEARCH_POSTGRES_URL": postgres_url,
+            "TOOLSEARCH_BACKEND": "postgres",
+            "TOOLSEARCH_BACKEND_OPTIONS": json.dumps(
+                {"namespace": namespace, "encoder": "hashing"}
+            ),
+        }
+        done = subprocess.run(
+            [*CLI, "search", "send email", "--json", "--catalog", str(ROOT / "datasets/starter")],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["matches"]  # the CLI searched its own catalogue
+        assert _answers(gateway) == before
+        assert len(gateway) == len(GATEWAY)
+
+
+def test_a_starting_holders_empty_index_leaves_the_others(
+    postgres_url: str, namespace: str
+) -> None:
+    with _backend(postgres_url, namespace) as running:
+        running.index(GATEWAY)
+        before = _answers(running)
+        with _backend(postgres_url, namespace) as starting:
+            starting.index([])
+            assert len(starting) == 0 and starting.search(parse_query("slack"), 5) == []
+            assert _answers(running) == before and len(running) == len(GATEWAY)
+            starting.index(GATEWAY)
+            assert starting.encoded == 0  # the content was there: nothing encoded again
+            assert _answers(starting) == before
+
+
+def test_one_holder_losing_a_server_leaves_the_others_results(
+    postgres_url: str, namespace: str
+) -> None:
+    slack = [t.name for t in GATEWAY if t.name.startswith("mcp__slack__")]
+    with _backend(postgres_url, namespace) as a, _backend(postgres_url, namespace) as b:
+        a.index(GATEWAY)
+        b.index(GATEWAY)
+        before = _answers(b)
+        a.remove(slack)
+        assert not {h.name for h in a.search(parse_query("slack message"), 5)} & set(slack)
+        assert _answers(b) == before
+        a.index([t for t in GATEWAY if t.name not in slack])  # a full re-list agrees
+        assert _answers(b) == before and len(b) == len(GATEWAY)
+
+
+def test_holders_with_different_sets_and_versions_each_see_their_own(
+    postgres_url: str, namespace: str
+) -> None:
+    forecast = next(t for t in GATEWAY if t.name == "mcp__weather__forecast")
+    newer = replace(forecast, description="Get the hourly weather forecast for any town.")
+    mine = [*GATEWAY]
+    theirs = pool_order([*OTHER, newer])
+    with _backend(postgres_url, namespace) as a, _backend(postgres_url, namespace) as b:
+        a.index(mine)
+        b.index(theirs)
+        assert set(a.tools) == {t.name for t in mine}
+        assert set(b.tools) == {t.name for t in theirs}
+        assert a.tools[forecast.name] == forecast and b.tools[forecast.name] == newer
+        assert {h.name for h in b.search(parse_query("slack message"), 10)} <= set(b.tools)
+        assert [h.name for h in b.search(parse_query("send an email"), 1)] == [
+            "mcp__mail__send_email"
+        ]
+        a.upsert([replace(forecast, description="Changed again by the first holder.")])
+        assert b.tools[forecast.name] == newer
+
+
+def test_a_removed_tool_never_comes_back(postgres_url: str, namespace: str) -> None:
+    gone = GATEWAY[0]
+    with _backend(postgres_url, namespace) as a, _backend(postgres_url, namespace) as b:
+        a.index(GATEWAY)
+        b.index(GATEWAY)
+        a.remove([gone.name])
+        b.upsert([replace(gone, description="Send a message, rewritten by another holder.")])
+        b.index(GATEWAY)
+        a.upsert([GATEWAY[1]])  # writing again re-applies nothing removed
+        assert gone.name not in a.tools
+        assert gone.name not in {h.name for q in QUERIES for h in a.search(parse_query(q), 10)}
+
+
+def test_close_releases_the_holders_holdings_at_once(postgres_url: str, namespace: str) -> None:
+    a = _backend(postgres_url, namespace)
+    a.index(GATEWAY)
+    holder = a.holder
+    a.close()
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        (held,) = conn.execute(
+            "SELECT count(*) FROM toolsearch.holdings WHERE namespace = %s AND holder = %s",
+            (namespace, holder),
+        ).fetchone()
+    assert held == 0
+    with _backend(postgres_url, namespace) as again:
+        again.index(GATEWAY)
+        assert again.encoded == 0  # released content is retained for reuse
+
+
+# ---------------------------------------------------------------------------- the change feed
+
+
+def _subscribe(backend: PostgresBackend) -> tuple[list[int], threading.Event]:
+    heard: list[int] = []
+    event = threading.Event()
+
+    def note(generation: int) -> None:
+        heard.append(generation)
+        event.set()
+
+    backend.on_change(note)
+    return heard, event
+
+
+def _heard_after_write(backend: PostgresBackend, event: threading.Event, tag: str) -> bool:
+    for attempt in range(10):
+        event.clear()
+        backend.upsert([Tool(f"mcp__feed__{tag}_{attempt}", "A tool written to be heard.")])
+        if event.wait(1.0):
+            return True
+    return False
+
+
+SPOOFS = [
+    '{"namespace": "NS", "generation": "oops"}',
+    '{"namespace": "NS", "generation": 999999999}',
+    '{"namespace": "NS", "generation": [1]}',
+    '{"namespace": "NS", "generation": 1e400}',
+    '{"namespace": "NS"}',
+    '{"namespace": ["NS"], "generation": 1}',
+    "[" * 3000 + "]" * 3000,
+    "not json at all",
+    "",
+    '"NS"',
+]
+
+
+def test_spoofed_notifications_neither_kill_nor_fool_the_listener(
+    postgres_url: str, namespace: str
+) -> None:
+    with _backend(postgres_url, namespace) as backend:
+        backend.index(GATEWAY)
+        heard, event = _subscribe(backend)
+        assert _heard_after_write(backend, event, "first")
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            for spoof in SPOOFS:
+                payload = spoof.replace("NS", namespace)
+                conn.execute("SELECT pg_notify(%s, %s)", (backend.channel, payload))
+        time.sleep(1.5)
+        assert 999999999 not in heard  # a notification is a hint: the table says
+        assert all(g <= backend.generation for g in heard)
+        assert _heard_after_write(backend, event, "after")
+
+
+def test_a_listener_that_dies_is_restarted(postgres_url: str, namespace: str) -> None:
+    with _backend(postgres_url, namespace) as backend:
+        backend.index(GATEWAY)
+        _, event = _subscribe(backend)
+        assert _heard_after_write(backend, event, "first")
+        thread = backend._listener
+        assert thread is not None and thread.ident is not None
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(
+            ctypes.c_ulong(thread.ident), ctypes.py_object(RuntimeError)
+        )
+        time.sleep(1.5)
+        assert _heard_after_write(backend, event, "after")
