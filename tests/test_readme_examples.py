@@ -1,10 +1,12 @@
-"""Every code example of the README runs as written, or is listed here with why it is not.
+"""Every code example of the README and the user guides in docs/ runs as written, or is listed
+here with why it is not.
 
 Shell blocks run with bash from the repository root (``pip install`` lines are left out: the
 test runs in the environment the README's own install made); console blocks run their ``$``
-lines and, where the README shows JSON output, compare it with what the command printed;
-Python blocks run in a fresh interpreter; TOML blocks load as a toolsearch config and JSON
-blocks as what their section says they are.
+lines and, where the page shows JSON output, compare it with what the command printed; Python
+blocks run in a fresh interpreter; TOML blocks load as a toolsearch config and JSON blocks as an
+MCP config or a client's. A block that names a placeholder of the reader's own (``my-eval``,
+``/path/to/mcp.json``) cannot run as written and is skipped, saying so.
 """
 
 from __future__ import annotations
@@ -24,6 +26,18 @@ from toolsearch.config import check_settings, load_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+#: The pages whose examples run: the README and the user guides.
+PAGES = (
+    "README.md",
+    "docs/getting-started.md",
+    "docs/backends.md",
+    "docs/agent.md",
+    "docs/gateway.md",
+    "docs/evaluate.md",
+    "docs/training.md",
+)
+#: Placeholders for the reader's own files: a block naming one is not run.
+PLACEHOLDERS = ("my-eval", "my-model", "my-catalogue", "my-adapter", "/path/to/")
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.M | re.S)
 TIMEOUT = 240
 
@@ -32,6 +46,7 @@ TIMEOUT = 240
 class Block:
     """One fenced code block of the README."""
 
+    page: str
     language: str
     text: str
     line: int
@@ -41,12 +56,16 @@ class Block:
         return self.text.splitlines()[0]
 
 
-def readme_blocks() -> list[Block]:
-    text = README.read_text(encoding="utf-8")
+def page_blocks(page: str) -> list[Block]:
+    text = (ROOT / page).read_text(encoding="utf-8")
     return [
-        Block(m.group(1), m.group(2), text.count("\n", 0, m.start()) + 1)
+        Block(page, m.group(1), m.group(2), text.count("\n", 0, m.start()) + 1)
         for m in FENCE.finditer(text)
     ]
+
+
+def readme_blocks() -> list[Block]:
+    return page_blocks("README.md")
 
 
 #: Blocks not run here, by their first line: why, and what runs them instead.
@@ -66,21 +85,41 @@ SKIPPED = {
         "starts PostgreSQL and serves until stopped; tests/test_postgres.py runs the backend on "
         "a throwaway server"
     ),
+    "pip install torch==2.13.0 && pip install -e '.[all]'\n": "installs packages only",
+    '[project.entry-points."toolsearch.backends"]': (
+        "a third-party package's pyproject.toml, not a toolsearch config"
+    ),
 }
 
 #: Blocks that run only with ``-m slow``: why.
 SLOW = {
-    "pip install torch==2.13.0 && pip install -e '.[all]'": (
+    "pip install torch==2.13.0 && pip install -e '.[all]'\n# rank the 495": (
         "the default backend encodes the 495 bundled tools once (tens of seconds on two cores)"
+    ),
+    'toolsearch search "slack send message" --catalog starter --backend keyword': (
+        "the default backend encodes the 495 bundled tools once (tens of seconds on two cores)"
+    ),
+    "from toolsearch.mcp import BlockingMcpHub, load_mcp_config": (
+        "starts the three MCP test servers (seconds each)"
     ),
 }
 
 
+def _key(block: Block) -> str:
+    """How :data:`SKIPPED` and :data:`SLOW` name a block: the longest of their keys the block
+    starts with (the README's quickstart starts as the bare install block does), else its
+    first line."""
+    keys = [k for k in (*SKIPPED, *SLOW) if block.text.startswith(k)]
+    return max(keys, key=len) if keys else block.first
+
+
 def _cases() -> list[object]:
     cases: list[object] = []
-    for block in readme_blocks():
-        marks = [pytest.mark.slow] if block.first in SLOW else []
-        cases.append(pytest.param(block, id=f"line{block.line}-{block.language}", marks=marks))
+    for page in PAGES:
+        for block in page_blocks(page):
+            marks = [pytest.mark.slow] if _key(block) in SLOW else []
+            name = f"{page}:{block.line}-{block.language or 'text'}"
+            cases.append(pytest.param(block, id=name, marks=marks))
     return cases
 
 
@@ -122,27 +161,41 @@ def _toml(block: Block, tmp_path: Path) -> None:
     (tmp_path / "toolsearch.toml").write_text(block.text, encoding="utf-8")
     settings = load_settings(tmp_path, env={})
     check_settings(settings)
-    assert settings.backend == tomllib.loads(block.text)["backend"]
+    assert settings.backend == tomllib.loads(block.text).get("backend")
 
 
 def _json(block: Block) -> None:
-    """A client config: Claude Desktop / Cursor (``mcpServers``) or VS Code (``servers``)."""
+    """An MCP config (``mcpServers``: Claude Desktop, Claude Code, Cursor, the gateway's) or
+    VS Code's (``servers``)."""
     from toolsearch.mcp.config import parse_mcp_config
 
     data = json.loads(block.text)
     if "mcpServers" in data:
-        (server,) = parse_mcp_config(data).servers
-        assert server.name == "toolsearch"
+        servers = parse_mcp_config(data, environ={}).servers
+        assert [s.name for s in servers] == list(data["mcpServers"])
         return
     entry = data["servers"]["toolsearch"]
     assert entry["type"] == "stdio" and entry["command"] == "toolsearch"
     assert entry["args"][:2] == ["serve", "--config"]
 
 
+def _workflow(block: Block) -> None:
+    """A GitHub Actions job: it parses, and its last step is the gate with the page's flags."""
+    yaml = pytest.importorskip("yaml")
+    (job,) = yaml.safe_load(block.text)["jobs"].values()
+    gate = " ".join(job["steps"][-1]["run"].split())
+    assert gate.startswith("toolsearch bench ") and "--baseline" in gate and "--max-drop" in gate
+
+
 @pytest.mark.parametrize("block", _cases())
-def test_readme_block_runs(block: Block, tmp_path: Path) -> None:
-    if block.first in SKIPPED:
-        pytest.skip(SKIPPED[block.first])
+def test_example_runs(block: Block, tmp_path: Path) -> None:
+    if _key(block) in SKIPPED:
+        pytest.skip(SKIPPED[_key(block)])
+    if not block.language:
+        pytest.skip("plain text (a file layout), not code")
+    placeholder = next((p for p in PLACEHOLDERS if p in block.text), None)
+    if placeholder is not None and block.language not in {"json", "yaml"}:
+        pytest.skip(f"names {placeholder!r}, a placeholder for the reader's own")
     if block.language == "bash":
         _shell(block)
     elif block.language == "console":
@@ -155,13 +208,15 @@ def test_readme_block_runs(block: Block, tmp_path: Path) -> None:
         _toml(block, tmp_path)
     elif block.language == "json":
         _json(block)
+    elif block.language == "yaml":
+        _workflow(block)
     else:
-        pytest.fail(f"README.md:{block.line}: no rule for a {block.language or 'plain'!r} block")
+        pytest.fail(f"{block.page}:{block.line}: no rule for a {block.language!r} block")
 
 
-def test_every_listed_block_is_in_the_readme() -> None:
-    firsts = {block.first for block in readme_blocks()}
-    assert set(SKIPPED) | set(SLOW) <= firsts
+def test_every_listed_block_is_on_a_page() -> None:
+    keys = {_key(block) for page in PAGES for block in page_blocks(page)}
+    assert set(SKIPPED) | set(SLOW) <= keys
 
 
 def test_ci_runs_the_readme_test_command_exactly() -> None:
