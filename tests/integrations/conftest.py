@@ -37,3 +37,42 @@ def workbench() -> list[Tool]:
 @pytest.fixture
 def script() -> Script:
     return Script()
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@dataclass(frozen=True)
+class HubScript:
+    """The MCP part of the test agent: tools of the ``many_tools`` test server, named
+    ``mcp__workspace__<tool>``."""
+
+    wanted: str = "mcp__workspace__jira_create_ticket"
+    failing: str = "mcp__workspace__diagnostics_report_failure"
+    denied: str = "mcp__workspace__stripe_create_refund"
+    #: listed with ``anthropic/alwaysLoad``: sent from the first request
+    always_loaded: str = "mcp__workspace__github_list_issue"
+
+    @property
+    def select(self) -> str:
+        return f"select:{self.wanted},{self.failing},{self.denied}"
+
+
+@pytest.fixture
+def hub_script() -> HubScript:
+    return HubScript()
+
+
+@pytest.fixture
+def workspace_config() -> object:
+    """An MCP config with the ``many_tools`` test server (needs toolsearch[mcp])."""
+    pytest.importorskip("mcp_types", reason="needs toolsearch[mcp]")
+    from mcp_servers import support  # tests/mcp_servers (pytest pythonpath)
+
+    from toolsearch.mcp.config import parse_mcp_config
+
+    return parse_mcp_config(
+        support.config(workspace=support.stdio("many_tools", "--page-size", "100"))
+    )

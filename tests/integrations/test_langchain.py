@@ -215,3 +215,41 @@ def test_bigtool_runs_a_retrieved_tool(workbench: list[Tool], script: Any) -> No
     )
     bigtool_agent(search, chat).invoke({"messages": [("user", "post hello")]})
     assert ran == [(script.wanted, dict(script.arguments))]
+
+
+def test_mcp_tools_run_through_the_hub(
+    workbench: list[Tool], hub_script: Any, workspace_config: Any
+) -> None:
+    from toolsearch.mcp.hub import BlockingMcpHub
+
+    ran: list[tuple[str, dict[str, Any]]] = []
+    chat = model(
+        [call(TOOL_SEARCH_NAME, {"query": hub_script.select}, "s1")],
+        [
+            call(hub_script.wanted, {"fields": {"title": "x"}}, "c1"),
+            call(hub_script.failing, {}, "c2"),
+            call(hub_script.denied, {}, "c3"),
+        ],
+        "done",
+    )
+    with BlockingMcpHub(workspace_config, backend="keyword", startup_timeout=30) as hub:
+        assert hub.wait_ready(timeout=30)
+        middleware = ToolSearchMiddleware(
+            langchain_tools(workbench, ran), hub=hub, deny=[hub_script.denied], backend="keyword"
+        )
+        state = create_agent(chat, middleware=[middleware]).invoke({"messages": [("user", "x")]})
+
+    results = tool_messages(state["messages"])
+    assert f"Not found: {hub_script.denied}" in results["s1"].content
+    assert "jira_create_ticket ok" in results["c1"].content
+    assert results["c2"].status == "error"
+    assert "the backing service is down" in results["c2"].content
+    assert results["c3"].content == f"No such tool available: {hub_script.denied}"
+    assert chat.bound[0] == [TOOL_SEARCH_NAME, hub_script.always_loaded]
+    assert set(chat.bound[1]) == {
+        TOOL_SEARCH_NAME,
+        hub_script.always_loaded,
+        hub_script.wanted,
+        hub_script.failing,
+    }
+    assert ran == []

@@ -53,7 +53,8 @@ def tool_names(model: ScriptedModel) -> list[list[str]]:
     return [[t.name for t in call.tools] for call in model.calls]
 
 
-def test_agent_searches_loads_and_calls_a_tool_and_never_reaches_a_denied_one(
+@pytest.mark.anyio
+async def test_agent_searches_loads_and_calls_a_tool_and_never_reaches_a_denied_one(
     workbench: list[Tool], script: Any
 ) -> None:
     ran: list[tuple[str, str]] = []
@@ -83,7 +84,7 @@ def test_agent_searches_loads_and_calls_a_tool_and_never_reaches_a_denied_one(
         backend="bm25",
     )
     agent = Agent(name="assistant", instructions="Help.", model=model, tools=search.tools)
-    result = Runner.run_sync(
+    result = await Runner.run(
         agent, "post hello to #general", run_config=search.run_config(tracing_disabled=True)
     )
 
@@ -110,7 +111,10 @@ def test_agent_searches_loads_and_calls_a_tool_and_never_reaches_a_denied_one(
     print("openai-agents test agent:", savings.to_json())
 
 
-def test_a_deferred_tool_must_be_loaded_before_it_runs(workbench: list[Tool], script: Any) -> None:
+@pytest.mark.anyio
+async def test_a_deferred_tool_must_be_loaded_before_it_runs(
+    workbench: list[Tool], script: Any
+) -> None:
     ran: list[tuple[str, str]] = []
     model = ScriptedModel(
         [
@@ -120,13 +124,16 @@ def test_a_deferred_tool_must_be_loaded_before_it_runs(workbench: list[Tool], sc
     )
     search = ToolSearchTools(function_tools(workbench, ran), backend="keyword")
     agent = Agent(name="assistant", model=model, tools=search.tools)
-    result = Runner.run_sync(agent, "hi", run_config=search.run_config(tracing_disabled=True))
+    result = await Runner.run(agent, "hi", run_config=search.run_config(tracing_disabled=True))
 
     assert f"select:{script.wanted}" in outputs(result)["c1"]
     assert ran == []
 
 
-def test_loaded_tools_survive_trimming_the_history(workbench: list[Tool], script: Any) -> None:
+@pytest.mark.anyio
+async def test_loaded_tools_survive_trimming_the_history(
+    workbench: list[Tool], script: Any
+) -> None:
     """An input filter that sends only the last input item drops the ToolSearch result; the
     loaded tool stays enabled in the next run of the conversation too."""
 
@@ -145,11 +152,53 @@ def test_loaded_tools_survive_trimming_the_history(workbench: list[Tool], script
     search = ToolSearchTools(function_tools(workbench, ran), backend="keyword", announce=False)
     agent = Agent(name="assistant", model=model, tools=search.tools)
     config = search.run_config(input_filter=keep_last_item, tracing_disabled=True)
-    first = Runner.run_sync(agent, "load the slack tool", run_config=config)
-    Runner.run_sync(
+    first = await Runner.run(agent, "load the slack tool", run_config=config)
+    await Runner.run(
         agent, [*first.to_input_list(), {"role": "user", "content": "post"}], run_config=config
     )
 
     assert len(model.calls[2].input) == 1
     assert script.wanted in tool_names(model)[2]
     assert [name for name, _ in ran] == [script.wanted]
+
+
+@pytest.mark.anyio
+async def test_mcp_tools_run_through_the_hub(
+    workbench: list[Tool], hub_script: Any, workspace_config: Any
+) -> None:
+    from toolsearch.mcp.hub import McpHub
+
+    ran: list[tuple[str, str]] = []
+    model = ScriptedModel(
+        [
+            [search_call({"query": hub_script.select}, "s1")],
+            [
+                function_call(hub_script.wanted, {"fields": {"title": "x"}}, call_id="c1"),
+                function_call(hub_script.failing, {}, call_id="c2"),
+                function_call(hub_script.denied, {}, call_id="c3"),
+            ],
+            [assistant_message("done")],
+        ]
+    )
+    async with McpHub(workspace_config, backend="keyword", startup_timeout=30) as hub:
+        assert await hub.wait_ready(timeout=30)
+        search = ToolSearchTools(
+            function_tools(workbench, ran), hub=hub, deny=[hub_script.denied], backend="keyword"
+        )
+        agent = Agent(name="assistant", model=model, tools=search.tools)
+        result = await Runner.run(agent, "x", run_config=search.run_config(tracing_disabled=True))
+
+    out = outputs(result)
+    assert f"Not found: {hub_script.denied}" in out["s1"]
+    assert "jira_create_ticket ok" in out["c1"]
+    assert "the backing service is down" in out["c2"]
+    assert out["c3"] == f"No such tool available: {hub_script.denied}"
+    sent = tool_names(model)
+    assert sent[0] == [TOOL_SEARCH_NAME, hub_script.always_loaded]
+    assert set(sent[1]) == {
+        TOOL_SEARCH_NAME,
+        hub_script.always_loaded,
+        hub_script.wanted,
+        hub_script.failing,
+    }
+    assert ran == []

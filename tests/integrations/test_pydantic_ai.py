@@ -82,7 +82,8 @@ def returns(messages: Sequence[ModelMessage]) -> dict[str, Any]:
     return found
 
 
-def test_agent_searches_loads_and_calls_a_tool_and_never_reaches_a_denied_one(
+@pytest.mark.anyio
+async def test_agent_searches_loads_and_calls_a_tool_and_never_reaches_a_denied_one(
     workbench: list[Tool], script: Any
 ) -> None:
     ran: list[tuple[str, dict[str, Any]]] = []
@@ -102,7 +103,7 @@ def test_agent_searches_loads_and_calls_a_tool_and_never_reaches_a_denied_one(
         backend="bm25",
     )
     agent = Agent(FunctionModel(model), toolsets=[toolset], instructions="Help.")
-    result = agent.run_sync("post hello to #general")
+    result = await agent.run("post hello to #general")
 
     out = returns(result.all_messages())
     assert script.wanted in out["s1"].content
@@ -125,7 +126,10 @@ def test_agent_searches_loads_and_calls_a_tool_and_never_reaches_a_denied_one(
     print("pydantic-ai test agent:", savings.to_json())
 
 
-def test_loaded_tools_survive_trimming_the_history(workbench: list[Tool], script: Any) -> None:
+@pytest.mark.anyio
+async def test_loaded_tools_survive_trimming_the_history(
+    workbench: list[Tool], script: Any
+) -> None:
     """A history processor (PydanticAI's ProcessHistory) that keeps only the last message
     drops the ToolSearch result; the loaded tool stays listed and callable in the next run of
     the conversation too."""
@@ -143,15 +147,16 @@ def test_loaded_tools_survive_trimming_the_history(workbench: list[Tool], script
     toolset = ToolSearchToolset(pydantic_tools(workbench, ran), backend="keyword")
     trim = ProcessHistory(keep_last_message)
     agent = Agent(FunctionModel(model), toolsets=[toolset], capabilities=[trim])
-    first = agent.run_sync("load the slack tool")
-    agent.run_sync("now post hello", message_history=first.all_messages())
+    first = await agent.run("load the slack tool")
+    await agent.run("now post hello", message_history=first.all_messages())
 
     assert len(model.seen[2]) == 1
     assert script.wanted in model.tools[2]
     assert ran == [(script.wanted, dict(script.arguments))]
 
 
-def test_tools_loaded_up_front_are_listed_from_the_start(
+@pytest.mark.anyio
+async def test_tools_loaded_up_front_are_listed_from_the_start(
     workbench: list[Tool], script: Any
 ) -> None:
     ran: list[tuple[str, dict[str, Any]]] = []
@@ -159,20 +164,22 @@ def test_tools_loaded_up_front_are_listed_from_the_start(
     toolset = ToolSearchToolset(
         pydantic_tools(workbench, ran), always_load=[script.wanted], backend="keyword"
     )
-    Agent(FunctionModel(model), toolsets=[toolset]).run_sync("hi")
+    await Agent(FunctionModel(model), toolsets=[toolset]).run("hi")
 
     assert model.tools[0] == [TOOL_SEARCH_NAME, script.wanted]
 
 
-def test_always_load_must_name_a_tool_of_the_toolset(workbench: list[Tool]) -> None:
+@pytest.mark.anyio
+async def test_always_load_must_name_a_tool_of_the_toolset(workbench: list[Tool]) -> None:
     toolset = ToolSearchToolset(pydantic_tools(workbench, []), always_load=["mcp__slack__sned"])
     with pytest.raises(
         ConfigError, match="always_load names no tool of the toolset: mcp__slack__sned"
     ):
-        Agent(FunctionModel(Script("done")), toolsets=[toolset]).run_sync("hi")
+        await Agent(FunctionModel(Script("done")), toolsets=[toolset]).run("hi")
 
 
-def test_context_argument_is_kept_for_wrapped_tools() -> None:
+@pytest.mark.anyio
+async def test_context_argument_is_kept_for_wrapped_tools() -> None:
     """A wrapped tool that takes the run context still receives it."""
     seen: list[str] = []
 
@@ -187,5 +194,40 @@ def test_context_argument_is_kept_for_wrapped_tools() -> None:
         "done",
     )
     toolset = ToolSearchToolset([whoami], backend="keyword")
-    Agent(FunctionModel(model), toolsets=[toolset], deps_type=str).run_sync("x", deps="ana")
+    await Agent(FunctionModel(model), toolsets=[toolset], deps_type=str).run("x", deps="ana")
     assert seen == ["hi ana"]
+
+
+@pytest.mark.anyio
+async def test_mcp_tools_run_through_the_hub(
+    workbench: list[Tool], hub_script: Any, workspace_config: Any
+) -> None:
+    from toolsearch.mcp.hub import McpHub
+
+    ran: list[tuple[str, dict[str, Any]]] = []
+    model = Script(
+        [call(TOOL_SEARCH_NAME, {"query": hub_script.select}, "s1")],
+        [
+            call(hub_script.wanted, {"fields": {"title": "x"}}, "c1"),
+            call(hub_script.failing, {}, "c2"),
+        ],
+        [call(hub_script.denied, {}, "c3")],
+        "done",
+    )
+    async with McpHub(workspace_config, backend="keyword", startup_timeout=30) as hub:
+        assert await hub.wait_ready(timeout=30)
+        toolset = ToolSearchToolset(
+            pydantic_tools(workbench, ran), hub=hub, deny=[hub_script.denied], backend="keyword"
+        )
+        result = await Agent(FunctionModel(model), toolsets=[toolset]).run("x")
+
+    out = returns(result.all_messages())
+    assert f"Not found: {hub_script.denied}" in out["s1"].content
+    assert "jira_create_ticket ok" in out["c1"].content
+    assert "the backing service is down" in str(out["c2"].content)
+    assert out["c2"].outcome == "failed"
+    assert str(out["c3"].content).startswith(f"Unknown tool name: {hub_script.denied!r}")
+    assert model.tools[0] == [TOOL_SEARCH_NAME, hub_script.always_loaded]
+    assert hub_script.wanted in model.tools[1]
+    assert all(hub_script.denied not in names for names in model.tools)
+    assert ran == []
