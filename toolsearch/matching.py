@@ -17,7 +17,7 @@ from functools import lru_cache
 
 from toolsearch.tool import MCP_PREFIX, Tool
 
-__all__ = ["ParsedName", "TermIndex", "parse_tool_name", "whole_word_pattern"]
+__all__ = ["MAX_CACHED_TERM", "ParsedName", "TermIndex", "parse_tool_name", "whole_word_pattern"]
 
 _CAMEL_BOUNDARY = re.compile(r"([a-z])([A-Z])")
 _WORD_RUN = re.compile(r"\w+")
@@ -47,10 +47,26 @@ def parse_tool_name(name: str) -> ParsedName:
     return ParsedName(parts, " ".join(parts), False)
 
 
+#: Longest term whose compiled pattern is cached; a longer one is compiled each time it is
+#: needed (only when a text holds it literally), so the cache stays small whatever is queried.
+MAX_CACHED_TERM = 64
+
+
 @lru_cache(maxsize=4096)
 def whole_word_pattern(term: str) -> re.Pattern[str]:
-    """``\\b<term>\\b`` with the term escaped (Unicode word boundaries)."""
+    """``\\b<term>\\b`` with the term escaped (Unicode word boundaries); cached, so only
+    for terms of at most :data:`MAX_CACHED_TERM` characters (see :func:`_compile_whole_word`)."""
+    return _compile_whole_word(term)
+
+
+def _compile_whole_word(term: str) -> re.Pattern[str]:
     return re.compile(rf"\b{re.escape(term)}\b")
+
+
+def _pattern(term: str) -> re.Pattern[str]:
+    if len(term) <= MAX_CACHED_TERM:
+        return whole_word_pattern(term)
+    return _compile_whole_word(term)
 
 
 _NO_NAME = ParsedName((), "", False)
@@ -66,8 +82,9 @@ class TermIndex:
     ``\\bterm\\b`` matches a text exactly when ``term`` (made of word characters only) is one of
     the text's maximal runs of word characters, so whole-word matching of ordinary terms is a
     set look-up. A term with other characters can only match a text that has every word run of
-    the term among its own (the term's edges are word boundaries), so the pattern runs on those
-    texts only.
+    the term among its own (the term's edges are word boundaries) and holds the term literally,
+    so the pattern is compiled, and run, for those texts only: a megabyte term no text holds
+    costs a few substring searches (docs/security.md, "Query size").
 
     The index can change in place (:meth:`add`, :meth:`discard`): the ids of tools built from
     the constructor's sequence are their positions, a later tool takes a free id, and an
@@ -208,13 +225,18 @@ class TermIndex:
     ) -> Iterable[int]:
         if _is_word(term):
             return words.get(term, ())
-        pattern = whole_word_pattern(term)
         runs = sorted((words.get(run, set()) for run in set(_WORD_RUN.findall(term))), key=len)
         if runs:
             candidates: Iterable[int] = runs[0].intersection(*runs[1:])
-        else:  # no word characters at all: only texts containing the term literally
-            candidates = (i for i, text in enumerate(texts) if text and term in text)
-        return [i for i in candidates if pattern.search(texts[i])]
+        else:  # no word characters at all: any text might hold it
+            candidates = range(len(texts))
+        # A whole-word match is a literal occurrence first: the pattern (which costs its
+        # length to compile) is made only for texts that hold the term.
+        holders = [i for i in candidates if term in texts[i]]
+        if not holders:
+            return []
+        pattern = _pattern(term)
+        return [i for i in holders if pattern.search(texts[i])]
 
     def required_filter(self, required: Sequence[str]) -> set[int]:
         """Ids of tools where every required term is in (or equals) a name part, or matches
