@@ -253,3 +253,45 @@ def test_mcp_tools_run_through_the_hub(
         hub_script.failing,
     }
     assert ran == []
+
+
+def test_deny_rules_reach_tools_given_to_create_agent(script: Any) -> None:
+    """Plain functions become tools of the middleware; a tool handed to create_agent directly
+    stays the framework's, but a deny rule still keeps it from the model and from running."""
+    ran: list[str] = []
+
+    def get_weather(city: str) -> str:
+        """Get the weather forecast for a city."""
+        ran.append(f"weather {city}")
+        return "sunny"
+
+    def delete_everything() -> str:
+        """Delete every file in the workspace."""
+        ran.append("deleted")
+        return "deleted"
+
+    def get_time(city: str) -> str:
+        """Current local time in a city."""
+        ran.append(f"time {city}")
+        return "noon"
+
+    chat = model(
+        [call(TOOL_SEARCH_NAME, {"query": "weather forecast"}, "s1")],
+        [
+            call("get_weather", {"city": "Oslo"}, "c1"),
+            call("delete_everything", {}, "c2"),
+            call("get_time", {"city": "Oslo"}, "c3"),
+        ],
+        "done",
+    )
+    middleware = ToolSearchMiddleware([get_weather], deny=["delete_everything"], backend="keyword")
+    agent = create_agent(chat, tools=[delete_everything, get_time], middleware=[middleware])
+    state = agent.invoke({"messages": [("user", "weather in Oslo?")]})
+
+    results = tool_messages(state["messages"])
+    assert results["c1"].content == "sunny"
+    assert results["c2"].content == "No such tool available: delete_everything"
+    assert results["c3"].content == "noon"
+    assert ran == ["weather Oslo", "time Oslo"]
+    assert chat.bound[0] == [TOOL_SEARCH_NAME, "get_time"]
+    assert chat.bound[1] == [TOOL_SEARCH_NAME, "get_weather", "get_time"]
