@@ -295,3 +295,28 @@ def test_deny_rules_reach_tools_given_to_create_agent(script: Any) -> None:
     assert ran == ["weather Oslo", "time Oslo"]
     assert chat.bound[0] == [TOOL_SEARCH_NAME, "get_time"]
     assert chat.bound[1] == [TOOL_SEARCH_NAME, "get_weather", "get_time"]
+
+
+@pytest.mark.anyio
+async def test_async_agents_call_an_async_hub(
+    workbench: list[Tool], hub_script: Any, workspace_config: Any
+) -> None:
+    from toolsearch.mcp.hub import McpHub
+
+    ran: list[tuple[str, dict[str, Any]]] = []
+    chat = model(
+        [call(TOOL_SEARCH_NAME, {"query": f"select:{hub_script.wanted}"}, "s1")],
+        [call(hub_script.wanted, {"fields": {"title": "x"}}, "c1")],
+        "done",
+    )
+    async with McpHub(workspace_config, backend="keyword", startup_timeout=30) as hub:
+        assert await hub.wait_ready(timeout=30)
+        middleware = ToolSearchMiddleware(
+            langchain_tools(workbench, ran), hub=hub, backend="keyword"
+        )
+        agent = create_agent(chat, middleware=[middleware])
+        state = await agent.ainvoke({"messages": [("user", "x")]})
+
+    assert "jira_create_ticket ok" in tool_messages(state["messages"])["c1"].content
+    assert hub_script.wanted in chat.bound[1]
+    assert middleware.savings().requests == 3
