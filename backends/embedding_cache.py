@@ -5,7 +5,10 @@ encoder's ``name`` and a hash of the text, so re-indexing a catalogue re-encodes
 that changed, across processes and runs. :func:`encode_cached` is the one way texts become
 normalised vectors: from the cache where possible, the rest through the encoder (longest
 first in chunks of similar length, with a progress bar for many texts), written back in one
-transaction. Importing this module imports neither numpy nor a model library.
+transaction. Encoding many uncached texts is announced once, with a time estimate measured on
+a first sample, on the :data:`NOTICE_LOGGER` logger (the ``toolsearch`` command shows it on
+stderr; docs/cli.md, "The first call"). Importing this module imports neither numpy nor a
+model library.
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ import logging
 import os
 import sqlite3
 import sys
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,6 +35,7 @@ if TYPE_CHECKING:
     FloatMatrix = NDArray[np.float32]
 
 __all__ = [
+    "NOTICE_LOGGER",
     "EmbeddingCache",
     "check_vectors",
     "default_cache_dir",
@@ -43,6 +48,13 @@ logger = logging.getLogger(__name__)
 
 # Encoding more texts than this shows a progress bar (when stderr is a terminal).
 PROGRESS_MIN_TEXTS = 256
+#: The logger that announces one-time slow work (an ONNX export, encoding a catalogue) at INFO:
+#: the ``toolsearch`` command prints it on stderr; a library user may attach a handler.
+NOTICE_LOGGER = "toolsearch.notice"
+notice = logging.getLogger(NOTICE_LOGGER)
+# Encoding at least this many uncached texts is announced, timed on a sample of this many.
+NOTICE_MIN_TEXTS = 64
+_NOTICE_SAMPLE = 16
 
 
 def default_cache_dir() -> Path:
@@ -224,7 +236,8 @@ def encode_cached(
                 vectors[text] = np.frombuffer(blob, dtype=np.float32)
     missing = [text for text in unique if text not in vectors]
     if missing:
-        fresh = _encode_missing(encoder, missing, progress, chunk_size)
+        where = f"cached in {cache.folder}" if cache is not None else "not cached"
+        fresh = _encode_missing(encoder, missing, progress, chunk_size, where)
         for text, row in zip(missing, fresh, strict=True):
             vectors[text] = row
         if cache is not None:
@@ -281,20 +294,81 @@ def _progress_console() -> Any:
 
 
 def _encode_missing(
-    encoder: Encoder, texts: list[str], progress: bool | None, chunk_size: int
+    encoder: Encoder, texts: list[str], progress: bool | None, chunk_size: int, where: str
 ) -> FloatMatrix:
-    """Encoder output for ``texts``; with a progress bar, in chunks of similar length."""
+    """Encoder output for ``texts``, longest first in chunks of similar length; announced
+    (:func:`_announce`) when there are many, with a progress bar when asked or on a terminal."""
     import numpy as np
 
     show = progress
     if show is None:
         show = len(texts) >= PROGRESS_MIN_TEXTS and sys.stderr.isatty()
-    if not show:
+    announce = len(texts) >= NOTICE_MIN_TEXTS and notice.isEnabledFor(logging.INFO)
+    if not show and not announce:
         return check_vectors(encoder.name, encoder.encode(texts), len(texts))
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
     order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
     out: FloatMatrix | None = None
+
+    def encode(rows: list[int]) -> None:
+        nonlocal out
+        part = check_vectors(encoder.name, encoder.encode([texts[i] for i in rows]), len(rows))
+        if out is None:
+            out = np.empty((len(texts), part.shape[1]), dtype=np.float32)
+        out[rows] = part
+
+    if announce:
+        sample = _announce(encoder, texts, order, encode, where)
+        order = [i for i in order if i not in sample]
+    with _progress_bar(show, len(texts), len(texts) - len(order)) as advance:
+        for start in range(0, len(order), chunk_size):
+            rows = order[start : start + chunk_size]
+            encode(rows)
+            advance(len(rows))
+    assert out is not None
+    return out
+
+
+def _announce(
+    encoder: Encoder,
+    texts: list[str],
+    order: list[int],
+    encode: Callable[[list[int]], None],
+    where: str,
+) -> set[int]:
+    """Encode a sample spread over the text lengths, and say how long all ``texts`` will take;
+    returns the sample's indices (already encoded)."""
+    prepare = getattr(encoder, "prepare", None)
+    if callable(prepare):
+        prepare()  # a one-time export or model load is not part of the estimate
+    sample = order[:: -(-len(order) // _NOTICE_SAMPLE)]
+    started = time.perf_counter()
+    encode(sample)
+    per_text = (time.perf_counter() - started) / len(sample)
+    notice.info(
+        "encoding %d texts with %s, about %s (once: the vectors are %s)",
+        len(texts),
+        getattr(encoder, "model_ref", None) or encoder.name,
+        _duration(per_text * len(texts)),
+        where,
+    )
+    return set(sample)
+
+
+def _duration(seconds: float) -> str:
+    """A rough duration as a person reads it."""
+    if seconds < 90:
+        return f"{max(1, round(seconds))} s"
+    return f"{round(seconds / 60)} min"
+
+
+@contextmanager
+def _progress_bar(show: bool, total: int, done: int) -> Iterator[Callable[[int], None]]:
+    """A transient bar on stderr (or nothing); yields the function that advances it."""
+    if not show:
+        yield lambda _count: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
     columns = (
         "[progress.description]{task.description}",
         BarColumn(),
@@ -302,13 +376,5 @@ def _encode_missing(
         TimeRemainingColumn(),
     )
     with Progress(*columns, console=_progress_console(), transient=True) as bar:
-        task = bar.add_task("embedding tools", total=len(texts))
-        for start in range(0, len(order), chunk_size):
-            rows = order[start : start + chunk_size]
-            part = check_vectors(encoder.name, encoder.encode([texts[i] for i in rows]), len(rows))
-            if out is None:
-                out = np.empty((len(texts), part.shape[1]), dtype=np.float32)
-            out[rows] = part
-            bar.advance(task, len(rows))
-    assert out is not None
-    return out
+        task = bar.add_task("embedding tools", total=total, completed=done)
+        yield lambda count: bar.advance(task, count)

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from toolsearch.errors import BackendError, MissingExtraError
 
+from .embedding_cache import notice
 from .encoders import check_positive, model_fingerprint, reference_name
 
 if TYPE_CHECKING:
@@ -248,6 +249,12 @@ class OnnxEncoder:
             logger.warning(
                 "ONNX export %s is unusable (%s); exporting it again", self.file, problem
             )
+        notice.info(
+            "exporting %s to ONNX (%s) once, usually well under a minute; later runs load %s",
+            self.model_ref,
+            self.precision,
+            self.file.parent,
+        )
         export_in_child(self.path, self.file, self.precision)
         problem, session = _check_export(
             self.file, self._tokenizer, self.layout.pooling, self.threads

@@ -37,6 +37,7 @@ __all__ = [
     "dataset_tables",
     "plot_recall_curves",
     "plot_scaling",
+    "quality_notes",
     "quality_table",
     "recall_curve",
     "render_markdown",
@@ -58,6 +59,8 @@ class TextTable:
     rows: list[list[str]] = field(default_factory=list)
     caption: str = ""
     align_left: int = 1  # leading columns that are labels, not numbers
+    #: Lines read after the caption: what the numbers mean and what they cannot say.
+    notes: list[str] = field(default_factory=list)
 
     def width(self) -> int:
         """Characters a plain rendering needs (cell padding and borders included)."""
@@ -73,7 +76,7 @@ class TextTable:
             [self.headers[j], *[row[j] for row in self.rows]]
             for j in range(self.align_left, len(self.headers))
         ]
-        return TextTable(self.title, [corner, *labels], rows, self.caption, align_left=1)
+        return TextTable(self.title, [corner, *labels], rows, self.caption, 1, self.notes)
 
     def markdown(self) -> str:
         """A GitHub-flavoured Markdown table with its title and caption."""
@@ -88,6 +91,8 @@ class TextTable:
         lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in self.rows]
         if self.caption:
             lines += ["", self.caption]
+        if self.notes:
+            lines += ["", *[f"- {note}" for note in self.notes]]
         return "\n".join(lines)
 
 
@@ -123,7 +128,97 @@ def quality_table(entry: DatasetResult, metrics: Sequence[Metric]) -> TextTable:
         if has_fpr:
             row.append(_with_interval(run, FALSE_POSITIVE_RATE))
         table.rows.append(row)
+    table.notes = quality_notes(entry, metrics)
     return table
+
+
+#: One line each for the metrics a reader is least likely to know.
+METRIC_DEFINITIONS: dict[str, str] = {
+    "hit": "hit@k: share of queries with at least one needed tool in the first k results",
+    "complete": "complete@k: share of queries with every needed tool (one of each group of "
+    "alternatives) in the first k results, so k loaded tools serve the whole request",
+}
+#: Where the published tables' numbers come from.
+PUBLISHED_SPLIT = "test"
+
+
+def quality_notes(entry: DatasetResult, metrics: Sequence[Metric]) -> list[str]:
+    """What a quality table scored and means: the split, the less common metrics, the best
+    backend per metric, and whether the default model was trained on these queries."""
+    notes = [_split_note(entry)]
+    families = dict.fromkeys(m.family for m in metrics if m.ranked)
+    notes += [METRIC_DEFINITIONS[f] for f in families if f in METRIC_DEFINITIONS]
+    best = _best_note(entry, metrics)
+    if best:
+        notes.append(best)
+    trained = _trained_note(entry)
+    if trained:
+        notes.append(trained)
+    return notes
+
+
+def _split_note(entry: DatasetResult) -> str:
+    if entry.split == PUBLISHED_SPLIT:
+        return f"split: {entry.split}, the queries the published tables score"
+    halves = "dev and test halves" if entry.split == "all" else "the dev half"
+    return (
+        f"split: {entry.split} ({halves}); the published tables score only the "
+        f"{PUBLISHED_SPLIT} half (--split {PUBLISHED_SPLIT}), so these numbers differ from theirs"
+    )
+
+
+def _best_note(entry: DatasetResult, metrics: Sequence[Metric]) -> str | None:
+    """The best backend per metric by its mean (every backend tied with it as shown)."""
+    if len(entry.backends) < 2:
+        return None
+    parts = []
+    for metric in metrics:
+        values = {
+            b: r.metrics[metric.name] for b, r in entry.backends.items() if metric.name in r.metrics
+        }
+        if not values:
+            continue
+        pick = max if metric.higher_is_better else min
+        top = _num(pick(values.values()))
+        leaders = [b for b, v in values.items() if _num(v) == top]
+        label = "false pos." if metric.name == FALSE_POSITIVE_RATE else metric.name
+        parts.append(f"{label} {' = '.join(leaders)}")
+    if not parts:
+        return None
+    return (
+        "best by mean: " + "; ".join(parts) + " (whether a lead is more than chance: the "
+        "paired tests)"
+    )
+
+
+def _trained_note(entry: DatasetResult) -> str | None:
+    """When the shipped embedding model learnt from some of these queries (its dev half)."""
+    if entry.split == PUBLISHED_SPLIT:
+        return None
+    record = _shipped_training_record()
+    if entry.name not in record.get("datasets", ()) or record.get("split") != "dev":
+        return None
+    return (
+        f"the default embedding model ({record['model']}, used by embedding, hybrid and "
+        f"postgres unless configured) was trained on {entry.name}'s dev queries, which this "
+        "split includes: there it ranks better than on a catalogue it never saw, and the "
+        "embedding backend, ranking by it alone, gains the most; compare backends with "
+        f'--split {PUBLISHED_SPLIT} (docs/cli.md, "What toolsearch bench prints")'
+    )
+
+
+def _shipped_training_record() -> dict[str, Any]:
+    """The shipped model's ``toolsearch-training.json`` (empty when it cannot be read)."""
+    try:
+        from toolsearch.backends.encoders import SHIPPED_MODEL_PATH, TUNED_MODEL
+    except ImportError:
+        return {}
+    try:
+        text = (SHIPPED_MODEL_PATH / "toolsearch-training.json").read_text(encoding="utf-8")
+        record = json.loads(text)
+    except (OSError, ValueError):
+        return {}
+    return {**record, "model": TUNED_MODEL} if isinstance(record, dict) else {}
 
 
 def _with_interval(run: Any, name: str) -> str:

@@ -3,20 +3,24 @@
 Each subcommand lives in its own module with ``register(subparsers)``; the modules named in
 :data:`COMMANDS` are imported lazily enough that a missing optional extra only affects the
 command that needs it. The configuration is checked once, the same way, before any command
-runs (:func:`toolsearch.config.check_settings`). Library errors become one-line messages and
-exit status 2; Ctrl-C becomes one line and exit status 130 (128 + SIGINT), as shells expect.
+runs (:func:`toolsearch.config.check_settings`). One-time slow work the library announces (an
+embedding model's ONNX export, encoding a catalogue: the ``toolsearch.notice`` logger) is
+printed on stderr as it starts. Library errors become one-line messages and exit status 2;
+Ctrl-C becomes one line and exit status 130 (128 + SIGINT), as shells expect.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import sys
 from collections.abc import Sequence
 
+from toolsearch.backends.embedding_cache import NOTICE_LOGGER
 from toolsearch.errors import ToolSearchError
 
-__all__ = ["COMMANDS", "build_parser", "main"]
+__all__ = ["COMMANDS", "build_parser", "main", "show_notices"]
 
 #: Subcommand modules, in the order ``--help`` lists them.
 COMMANDS: tuple[str, ...] = (
@@ -67,9 +71,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         return INTERRUPTED
 
 
+class _StderrNotices(logging.Handler):
+    """Writes each notice as one ``toolsearch: ...`` line to the current stderr."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        print(f"toolsearch: {record.getMessage()}", file=sys.stderr, flush=True)
+
+
+def show_notices() -> None:
+    """Print the library's notices of one-time slow work on stderr (once per process)."""
+    logger = logging.getLogger(NOTICE_LOGGER)
+    if not any(isinstance(h, _StderrNotices) for h in logger.handlers):
+        logger.addHandler(_StderrNotices())
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+
+
 def _run(argv: Sequence[str] | None) -> int:
     from toolsearch.config import check_settings, load_settings
 
+    show_notices()
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

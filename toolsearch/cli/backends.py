@@ -1,4 +1,8 @@
-"""``toolsearch backends``: what is registered, what is installed, how to install the rest."""
+"""``toolsearch backends``: what is registered, what is installed, how to install the rest.
+
+The table leaves the pip lines out: they follow it one to a line, never wrapped or cut at any
+terminal width, so each can be copied whole.
+"""
 
 from __future__ import annotations
 
@@ -55,14 +59,25 @@ def run(args: argparse.Namespace) -> int:
         )
         return 0
     table = Table(title="toolsearch backends")
-    for column in ("backend", "installed", "install with", "about"):
+    for column in ("backend", "installed", "about"):
         table.add_column(column)
     for info in infos:
         name = f"{info.name} (default)" if info.name == default else info.name
         installed = "yes" if info.installed else f"no (missing {', '.join(info.missing)})"
-        install = info.install_command or "built in"
-        table.add_row(*map(escape, (name, installed, install, info.summary)))
+        table.add_row(*map(escape, (name, installed, info.summary)))
     for name, reason in broken.items():
-        table.add_row(escape(name), "no (fails to import)", "", escape(reason))
+        table.add_row(escape(name), "no (fails to import)", escape(reason))
     console().print(table)
+    _print_install_lines(infos)
     return 0
+
+
+def _print_install_lines(infos: list[Any]) -> None:
+    """Each backend's pip line, whole on its own line (plain print: nothing wraps or cuts it)."""
+    lines = [(i.name, i.install_command) for i in infos if i.install_command]
+    if not lines:
+        return
+    width = max(len(name) for name, _ in lines)
+    print("\ninstall with (built in: " + ", ".join(i.name for i in infos if not i.extra) + "):")
+    for name, command in lines:
+        print(f"  {name:<{width}}  {command}")

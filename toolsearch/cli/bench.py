@@ -476,5 +476,7 @@ def _print_tables(out: Any, result: Any) -> None:
             out.print(table)
             if text_table.caption:
                 out.print(text_table.caption, style="dim", markup=False)
+            for note in text_table.notes:
+                out.print(f"- {note}", style="dim", markup=False)
         if entry.significance_note:
             out.print(f"{entry.name}: significance: {entry.significance_note}", style="dim")
