@@ -31,6 +31,7 @@ PAGES = (
     "README.md",
     "docs/getting-started.md",
     "docs/backends.md",
+    "docs/configuration.md",
     "docs/agent.md",
     "docs/gateway.md",
     "docs/evaluate.md",
