@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -229,3 +231,144 @@ def test_a_checkout_path_outside_the_checkout_names_the_dataset(
     argv = ["search", "send email", "--catalog", "datasets/starter", "--backend", "keyword"]
     assert main(argv) == 2
     assert "give its name, 'starter'" in capsys.readouterr().err
+
+
+def test_encoding_many_texts_is_announced_once_with_an_estimate(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from toolsearch.backends.embedding_cache import NOTICE_LOGGER, encode_cached
+    from toolsearch.backends.encoders import HashingEncoder
+
+    # the command's own handler (an earlier main() call) stops notices reaching caplog's
+    monkeypatch.setattr(logging.getLogger(NOTICE_LOGGER), "propagate", True)
+
+    texts = [f"tool number {i} does {'things ' * (i % 7)}" for i in range(300)]
+    encoder = HashingEncoder()
+    plain = encode_cached(encoder, texts, progress=False)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger=NOTICE_LOGGER):
+        announced = encode_cached(encoder, texts, progress=False)
+    notices = [r.getMessage() for r in caplog.records if r.name == NOTICE_LOGGER]
+    assert len(notices) == 1
+    assert notices[0].startswith(f"encoding 300 texts with {encoder.name}, about ")
+    assert "not cached" in notices[0]
+    assert (announced == plain).all()  # the sample is part of the result, not extra work
+
+
+def test_the_command_prints_notices_on_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+    from toolsearch.cli import show_notices
+
+    show_notices()
+    show_notices()
+    logging.getLogger("toolsearch.notice").info("exporting a model once")
+    assert capsys.readouterr().err == "toolsearch: exporting a model once\n"
+
+
+@pytest.mark.slow
+def test_a_first_search_on_an_empty_cache_says_what_takes_time(tmp_path: Path) -> None:
+    env = {**os.environ, "TOOLSEARCH_CACHE_DIR": str(tmp_path / "cache")}
+    argv = ["search", "send email", "--catalog", "mcp-workbench", "--backend", "embedding"]
+    first = subprocess.run(
+        [sys.executable, "-m", "toolsearch", *argv], capture_output=True, text=True, env=env
+    )
+    assert first.returncode == 0, first.stderr
+    lines = first.stderr.splitlines()
+    assert any(line.startswith("toolsearch: exporting toolsearch-minilm-l6") for line in lines)
+    assert any(line.startswith("toolsearch: encoding 495 texts") for line in lines)
+    again = subprocess.run(
+        [sys.executable, "-m", "toolsearch", *argv], capture_output=True, text=True, env=env
+    )
+    assert again.returncode == 0 and "toolsearch:" not in again.stderr  # said once
+
+
+@pytest.mark.parametrize("columns", ["40", "80"])
+def test_every_pip_line_is_whole_on_one_line_at_any_width(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], columns: str
+) -> None:
+    from toolsearch.registry import available_backends, backend_info
+
+    monkeypatch.setenv("COLUMNS", columns)
+    assert main(["backends"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    commands = [backend_info(n).install_command for n in available_backends()]
+    for command in filter(None, commands):
+        assert any(line.strip().endswith(command) for line in lines), command
+
+
+@pytest.mark.slow  # trains the shipped MiniLM for two steps with PyTorch
+def test_full_training_on_a_tiny_set_reports_honestly(tmp_path: Path) -> None:
+    from test_fine_tuning import _write_dataset
+
+    data = str(_write_dataset(tmp_path / "d"))
+    out = tmp_path / "model"
+    command = ["train", data, "--full", "--out", str(out), "--metadata", data]
+    done = subprocess.run(
+        [sys.executable, "-m", "toolsearch", *command],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        preexec_fn=lambda: os.umask(0o022),
+    )
+    assert done.returncode == 0, done.stderr
+    assert "it/s" not in done.stderr and "Loading weights" not in done.stderr  # no bars
+    assert f"'d' (dev queries), '{data} (descriptions)' in" in done.stdout
+    honest = r"loss \S+ -> \S+ over \d+ steps \(too few steps for the loss to show progress"
+    assert re.search(honest, done.stdout), done.stdout
+    assert (out / "model.safetensors").stat().st_mode & 0o777 == 0o644
+
+
+def test_the_main_job_says_what_it_scored_and_what_the_numbers_mean(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    argv = ["bench", "--dataset", "mcp-workbench", "--backend", "keyword,bm25", "--limit", "30"]
+    assert main([*argv, "--quiet"]) == 0
+    out = " ".join(capsys.readouterr().out.split())  # the notes as one text, however wrapped
+    assert "split: all (dev and test halves); the published tables score only the test" in out
+    assert "hit@k: share of queries with at least one needed tool in the first k" in out
+    assert "complete@k: share of queries with every needed tool" in out
+    assert "best by mean: recall@1 keyword; recall@3 bm25; recall@5 bm25;" in out
+    assert "trained on mcp-workbench's dev queries, which this split includes" in out
+    assert main([*argv, "--quiet", "--split", "test"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "split: test, the queries the published tables score" in out
+    assert "trained on" not in out
+
+
+@pytest.mark.slow  # a clone, a virtual environment and two editable installs
+def test_a_strict_editable_install_imports_from_the_folder_holding_the_clone(
+    tmp_path: Path,
+) -> None:
+    clone = tmp_path / "toolsearch"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    install = [python, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "-e"]
+    script = tmp_path / "script.py"  # a script beside the clone, as in ~ with ~/toolsearch
+    script.write_text("import toolsearch\nfrom toolsearch import ToolSearch\n", encoding="utf-8")
+
+    subprocess.run([*install, str(clone)], check=True, capture_output=True)
+    plain = subprocess.run([python, str(script)], capture_output=True, text=True, cwd=tmp_path)
+    # the clone folder is taken for a namespace package before the install's import hook
+    assert "(unknown location)" in plain.stderr, plain.stderr
+
+    strict = ["--config-settings", "editable_mode=strict"]
+    subprocess.run([*install, str(clone), *strict], check=True, capture_output=True)
+    fixed = subprocess.run([python, str(script)], capture_output=True, text=True, cwd=tmp_path)
+    assert fixed.returncode == 0, fixed.stderr
+
+
+def test_an_inherited_query_adapter_runs_the_member_in_float32(tmp_path: Path) -> None:
+    (tmp_path / "toolsearch.toml").write_text(
+        '[backends.embedding]\nquery_adapter = "adapter.npz"\n', encoding="utf-8"
+    )
+    settings = load_settings(cwd=tmp_path, env={})
+    member = settings.build_options("hybrid")["member_options"]["embedding"]
+    assert member == {"query_adapter": "adapter.npz", "precision": "fp32"}
+    (tmp_path / "toolsearch.toml").write_text(
+        '[backends.embedding]\nquery_adapter = "a.npz"\nprecision = "int8"\n', encoding="utf-8"
+    )
+    settings = load_settings(cwd=tmp_path, env={})
+    member = settings.build_options("hybrid")["member_options"]["embedding"]
+    assert member["precision"] == "int8"

@@ -128,10 +128,22 @@ class Settings:
             if not inherited or member == "hybrid" or not isinstance(own, Mapping):
                 continue
             if own.get("backend", member) == member:
-                filled[member] = {**inherited, **own}
+                filled[member] = _member_options(inherited, own)
         if filled != given:
             merged["member_options"] = filled
         return merged
+
+
+def _member_options(inherited: Mapping[str, Any], own: Mapping[str, Any]) -> dict[str, Any]:
+    """A hybrid member's options from its backend's table and its own ``member_options``.
+
+    A query adapter fits the float32 vectors ``toolsearch train`` encodes, so a member that
+    inherits one runs float32 (the default member is int8) unless a precision is given.
+    """
+    merged = {**inherited, **own}
+    if "query_adapter" in inherited and "precision" not in merged:
+        merged["precision"] = "fp32"
+    return merged
 
 
 def _hybrid_members(members: Any) -> list[str]:
