@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import random
 import re
+import shutil
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -28,6 +29,7 @@ from toolsearch.tool import Tool
 from .tool_text import tool_text
 
 __all__ = [
+    "LOSS_WINDOW",
     "Pair",
     "Recipe",
     "batches",
@@ -44,6 +46,9 @@ __all__ = [
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+#: Steps averaged into the reported first and last loss; with fewer than twice as many steps
+#: the loss says little about whether training helped (``toolsearch train`` says so).
+LOSS_WINDOW = 10
 
 
 class Pair(NamedTuple):
@@ -168,7 +173,12 @@ def mine_hard_negatives(
             graded = dataset.qrels.get(query.id, {})
             gold.setdefault(query.text, set()).update(n for n, g in graded.items() if g > 0)
         requests = [text for text, names in gold.items() if names]
-        encode = {"normalize_embeddings": True, "convert_to_numpy": True, "batch_size": 64}
+        encode = {
+            "normalize_embeddings": True,
+            "convert_to_numpy": True,
+            "batch_size": 64,
+            "show_progress_bar": False,
+        }
         similarity = model.encode(requests, **encode) @ model.encode(texts, **encode).T
         row = {text: i for i, text in enumerate(requests)}
         for pair in found:
@@ -252,13 +262,16 @@ def fine_tune(model: Any, pairs: Sequence[Pair], recipe: Recipe = Recipe()) -> d
         schedule.step()
         losses.append(float(loss.detach()))
     model.eval()
-    head, tail = losses[:10], losses[-10:]
+    # first and last losses are means over windows that never overlap (one step each at two)
+    window = max(1, min(LOSS_WINDOW, len(losses) // 2))
+    head, tail = losses[:window], losses[-window:]
     return {
         "pairs": len(pairs),
         "steps": len(plan),
         "seconds": round(time.perf_counter() - started, 1),
         "first_loss": round(sum(head) / len(head), 4),
         "last_loss": round(sum(tail) / len(tail), 4),
+        "loss_window": window,
         "recipe": recipe.describe(),
     }
 
@@ -286,6 +299,7 @@ def save_model(model: Any, folder: Path, record: dict[str, Any]) -> None:
     half = {k: (v.half() if v.is_floating_point() else v).contiguous() for k, v in tensors.items()}
     save_file(half, str(weights), metadata={"format": "pt"})
     config_file = folder / "config.json"
+    shutil.copymode(config_file, weights)  # safetensors writes 0600; the rest follows umask
     config = json.loads(config_file.read_text(encoding="utf-8"))
     config["dtype"] = "float32"  # load as float32 whatever the stored precision
     config_file.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")

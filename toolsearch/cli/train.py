@@ -5,9 +5,10 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from toolsearch.cli._scope import positive_int
 from toolsearch.errors import ConfigError
@@ -20,8 +21,9 @@ _DESCRIPTION = (
     "so no tool is encoded again. It helps the catalogue it was trained on; it does not help "
     "another one. The embedding options of the config file (model, fields, max_words) are "
     "used, so the adapter fits the vectors that backend will search. Use it with "
-    'query_adapter = FILE in [backends.embedding] (or, with precision = "fp32", in '
-    "[backends.hybrid.member_options.embedding] for the default backend); measure it with "
+    "query_adapter = FILE in [backends.embedding]: the embedding backend and the default "
+    "hybrid's embedding member use it (the member then runs in float32, the vectors the "
+    "adapter fits); measure it with "
     "'toolsearch bench --split test --backend embedding --option "
     "embedding.query_adapter=FILE'. With --full the whole embedding model is fine-tuned "
     "instead (minutes on a CPU): it helps catalogues it was not trained on too, and --out is "
@@ -113,8 +115,9 @@ def run(args: argparse.Namespace) -> int:
     backend = load_backend("embedding", **options)
     labelled = [(d, split_queries(d.queries, args.split)) for d in datasets]
     if args.full:
-        labelled += _metadata_sets(args.metadata)
-        return _fine_tune(args, out, backend, labelled, str(options.get("model") or ""))
+        _quiet_model_libraries()
+        metadata = _metadata_sets(args.metadata)
+        return _fine_tune(args, out, backend, (labelled, metadata), str(options.get("model") or ""))
     settings = TrainingSettings(steps=args.steps or 300, seed=args.seed)
     adapter = train_on_datasets(backend, labelled, settings)
     adapter.save(out)
@@ -152,10 +155,51 @@ def _metadata_sets(folders: list[str]) -> list[Any]:
     return sets
 
 
+def _quiet_model_libraries() -> None:
+    """No progress bars from transformers or the Hugging Face hub (loading and saving weights):
+    the command prints what it did when it is done."""
+    import os
+
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    try:
+        from transformers.utils import logging as transformers_logging
+    except ImportError:
+        return  # the fine-tuning import names the missing extra
+    disable = cast("Callable[[], None]", transformers_logging.disable_progress_bar)
+    disable()
+
+
+def _trained_on(labelled: list[Any], metadata: list[Any], split: str) -> str:
+    """What a model was trained on: labelled datasets with their split, description pairs as
+    such (they have no split)."""
+    parts = [f"{d.name!r} ({split} queries)" for d, _ in labelled]
+    parts += [repr(d.name) for d, _ in metadata]  # named "<catalogue> (descriptions)"
+    return ", ".join(parts)
+
+
+def _loss_line(info: dict[str, Any]) -> str:
+    """The loss as trained, and whether it can say anything: with fewer steps than two loss
+    windows it cannot."""
+    from toolsearch.backends.fine_tuning import LOSS_WINDOW
+
+    line = f"loss {info['first_loss']} -> {info['last_loss']} over {info['steps']} steps"
+    if info["steps"] < 2 * LOSS_WINDOW:
+        line += (
+            f" (too few steps for the loss to show progress: fewer than {2 * LOSS_WINDOW}; "
+            "more labelled queries or --epochs give more, and bench shows what it changed)"
+        )
+    return line
+
+
 def _fine_tune(
-    args: argparse.Namespace, out: Path, backend: Any, labelled: list[Any], model_ref: str
+    args: argparse.Namespace,
+    out: Path,
+    backend: Any,
+    sets: tuple[list[Any], list[Any]],
+    model_ref: str,
 ) -> int:
-    """``--full``: fine-tune the backend's model on the labelled queries and save it to ``out``."""
+    """``--full``: fine-tune the backend's model on the labelled queries and the description
+    pairs (``sets``) and save it to ``out``."""
     from toolsearch.backends.encoders import DEFAULT_MODEL, resolve_model_path
     from toolsearch.backends.fine_tuning import (
         Recipe,
@@ -175,16 +219,17 @@ def _fine_tune(
     recipe = Recipe(seed=args.seed, hard_negatives=args.hard_negatives)
     if args.epochs is not None:
         recipe = replace(recipe, epochs=args.epochs)
+    labelled, metadata = sets
     model = load_trainable(path, recipe)
-    pairs = recipe_pairs(model, labelled, backend.fields, backend.max_words, recipe)
+    pairs = recipe_pairs(model, labelled + metadata, backend.fields, backend.max_words, recipe)
     info = fine_tune(model, pairs, recipe)
-    record = {"base_model": model_ref, "datasets": [d.name for d, _ in labelled]}
+    record = {"base_model": model_ref, "datasets": [d.name for d, _ in labelled + metadata]}
     save_model(model, out, record | {"split": args.split, **info})
     print(
         f"fine-tuned {model_ref} on {info['pairs']} request/tool pairs of "
-        f"{', '.join(repr(d.name) for d, _ in labelled)} ({args.split}) in {info['seconds']} s, "
-        f"loss {info['first_loss']} -> {info['last_loss']}; written to {out}"
+        f"{_trained_on(labelled, metadata, args.split)} in {info['seconds']} s; written to {out}"
     )
+    print(_loss_line(info))
     print(f'use it with model = "{out}" in [backends.embedding] of toolsearch.toml')
     labelled_set = args.dataset[0] if args.dataset else "DIR (a dataset with labelled queries)"
     print(
