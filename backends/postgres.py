@@ -1,8 +1,8 @@
 """Backend ``postgres``: the tool index in PostgreSQL (full text + pgvector), shared by replicas.
 
-Every gateway replica pointed at one database searches one index: nothing is held in the
-process but a connection pool, so a tool written by any replica is found by every replica from
-the moment its transaction commits. A search is two rankings in the database and one fusion:
+Every gateway replica pointed at one database shares one index: nothing is held in the process
+but a connection pool and the list of tools this instance holds. A search is two rankings in
+the database and one fusion:
 
 * lexical: PostgreSQL full-text search over a weighted ``tsvector`` per tool
   (:mod:`toolsearch.backends.postgres_text`), ranked by ``ts_rank`` (or ``ts_rank_cd``) with a
@@ -16,21 +16,23 @@ the moment its transaction commits. A search is two rankings in the database and
   ``fusion="rrf"`` keeps the previous default's reciprocal rank fusion (:data:`RRF_WEIGHTS`,
   ``docs/postgres.md``).
 
-Writes are incremental and keyed by ``Tool.content_hash()``: ``index``, ``upsert`` and
-``remove`` compare hashes in the database and touch only the tools that changed; a changed tool
-whose embedded text is unchanged keeps its vector. A namespace written by an older tokeniser
-(``TOKENIZER_VERSION``) has every tool rewritten by the next ``index``. Each write transaction
-holds the namespace's advisory lock while it reads the stored hashes, encodes and writes, so
-when replicas apply the same change together exactly one of them encodes and the others find
-nothing left to do; a restarted replica finds every hash current and encodes nothing. Large
-catalogues are written in chunks of :data:`WRITE_CHUNK` tools (one transaction each; removals
-come last).
+Each instance is a *holder* (:mod:`.postgres_holder`): tool content is shared by every
+process on a namespace, keyed by ``Tool.content_hash()``, while what an instance searches and
+returns is what it holds — the tools it was given, nothing another instance wrote or removed.
+``index`` makes the holder's holdings exactly its tools, ``upsert`` and ``remove`` change the
+named ones; content already stored is not written again, and a vector is encoded once per
+distinct embedded text of the namespace. Each write transaction holds the namespace's advisory
+lock while it reads what is stored, encodes and writes, so when replicas apply the same change
+together exactly one of them encodes; a restarted replica encodes nothing. Large catalogues are
+written in chunks of :data:`WRITE_CHUNK` tools (one transaction each, touching only this
+holder's holdings). A heartbeat thread renews the holder's lease, collects expired holders and
+unreferenced content, and writes the holdings back when they were lost.
 
-Every change bumps the namespace's ``generation`` and sends a ``NOTIFY`` on the schema's
-channel; :meth:`PostgresBackend.on_change` subscribes to it (a listener thread, started on the
-first subscription, reconnects by itself and reports a change after every reconnect, since
-notifications sent meanwhile are lost). Connections come from a ``psycopg_pool`` pool that
-checks each connection before use, so a restarted server costs a failed search at most.
+Every change of a holder's holdings bumps the namespace's ``generation`` and sends a ``NOTIFY``
+on the schema's channel; :meth:`PostgresBackend.on_change` reports changes of this holder's view
+(a listener thread that treats notifications as hints, re-reads the generation from the table,
+and is restarted whatever stops it). Connections come from a ``psycopg_pool`` pool that checks
+each connection before use, so a restarted server costs a failed search at most.
 
 Options and the table layout are in docs/postgres.md and :mod:`.postgres_schema`.
 """
@@ -677,11 +679,13 @@ class PostgresBackend(BaseBackend):
         hashes = [t.content_hash() for t in tools]
         written = self._write_content(conn, tools, hashes, catalogue)
         cur = conn.execute(
-            f"INSERT INTO {self._q}.holdings (namespace, holder, name, hash) "
-            "SELECT %s, %s, k.name, k.hash FROM unnest(%s::text[], %s::text[]) AS k(name, hash) "
-            "ON CONFLICT (namespace, holder, name) DO UPDATE SET hash = excluded.hash "
-            "WHERE holdings.hash <> excluded.hash",
-            (self.namespace, self.holder, [t.name for t in tools], hashes),
+            f"INSERT INTO {self._q}.holdings (namespace, holder, name, tool) "
+            f"SELECT t.namespace, %s, t.name, t.id FROM {self._q}.tools t "
+            "JOIN unnest(%s::text[], %s::text[]) AS k(name, hash) "
+            "ON t.name = k.name AND t.hash = k.hash WHERE t.namespace = %s "
+            "ON CONFLICT (namespace, holder, name) DO UPDATE SET tool = excluded.tool "
+            "WHERE holdings.tool <> excluded.tool",
+            (self.holder, [t.name for t in tools], hashes, self.namespace),
         )
         return written + max(cur.rowcount, 0)
 
@@ -852,8 +856,8 @@ class PostgresBackend(BaseBackend):
         def read(conn: psycopg.Connection[Any]) -> list[Any]:
             return conn.execute(
                 f"SELECT t.definition FROM {self._q}.tools t JOIN {self._q}.holdings h "
-                "ON h.namespace = t.namespace AND h.name = t.name AND h.hash = t.hash "
-                "WHERE h.namespace = %s AND h.holder = %s ORDER BY t.mcp, t.name",
+                "ON h.tool = t.id WHERE h.namespace = %s AND h.holder = %s "
+                "ORDER BY t.mcp, t.name",
                 (self.namespace, self.holder),
             ).fetchall()
 
@@ -939,9 +943,9 @@ class PostgresBackend(BaseBackend):
     def _lexical(self, conn: psycopg.Connection[Any], tsquery: str, depth: int) -> _Ranked:
         rows = conn.execute(
             f"SELECT t.name, t.mcp, {self.rank_function}(%s::float4[], t.document, q, %s) "
-            f"AS score FROM {self._q}.tools t JOIN {self._q}.holdings h ON h.namespace = "
-            "t.namespace AND h.name = t.name AND h.hash = t.hash, CAST(%s AS tsquery) AS q "
-            "WHERE t.namespace = %s AND h.holder = %s AND t.document @@ q "
+            f"AS score FROM {self._q}.tools t JOIN {self._q}.holdings h ON h.tool = t.id, "
+            "CAST(%s AS tsquery) AS q WHERE t.namespace = %s AND h.namespace = t.namespace "
+            "AND h.holder = %s AND t.document @@ q "
             "ORDER BY score DESC, t.mcp, t.name LIMIT %s",
             (
                 list(self.rank_weights),
@@ -993,8 +997,8 @@ class PostgresBackend(BaseBackend):
         statement = sql.SQL(
             "SELECT t.name, t.mcp, 1 - ({distance}) AS score FROM {schema}.tools t "
             "WHERE t.namespace = {ns} AND EXISTS (SELECT 1 FROM {schema}.holdings h "
-            "WHERE h.namespace = t.namespace AND h.holder = {holder} AND h.name = t.name "
-            "AND h.hash = t.hash) ORDER BY {distance} LIMIT {limit}"
+            "WHERE h.tool = t.id AND h.holder = {holder} AND h.namespace = {ns}) "
+            "ORDER BY {distance} LIMIT {limit}"
         ).format(
             distance=distance,
             schema=sql.Identifier(self.schema),

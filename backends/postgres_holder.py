@@ -86,10 +86,7 @@ def check_seconds(name: str, value: object, minimum: float) -> float:
 
 
 def _unreferenced(schema: str) -> str:
-    return (
-        f'NOT EXISTS (SELECT 1 FROM "{schema}".holdings h WHERE h.namespace = t.namespace '
-        "AND h.name = t.name AND h.hash = t.hash)"
-    )
+    return f'NOT EXISTS (SELECT 1 FROM "{schema}".holdings h WHERE h.tool = t.id)'
 
 
 def notify(conn: psycopg.Connection[Any], channel: str, note: dict[str, object]) -> None:

@@ -171,6 +171,53 @@ def test_close_releases_the_holders_holdings_at_once(postgres_url: str, namespac
         assert again.encoded == 0  # released content is retained for reuse
 
 
+def test_released_content_goes_after_the_retention(postgres_url: str, namespace: str) -> None:
+    with _backend(postgres_url, namespace) as keeper:
+        keeper.index(GATEWAY[:1])
+        with _backend(postgres_url, namespace) as leaving:
+            leaving.index(GATEWAY)
+        assert keeper.collect_garbage() == (0, 0)  # retained for a day by default
+        with _backend(postgres_url, namespace, retention=0) as collector:
+            assert collector.collect_garbage() == (0, len(GATEWAY) - 1)
+        assert set(keeper.tools) == {GATEWAY[0].name}
+        assert keeper.search(parse_query("send a message on slack"), 1)[0].name == GATEWAY[0].name
+
+
+def test_version_1_rows_become_reusable_content(postgres_url: str, namespace: str) -> None:
+    """A schema written by the previous version (one row per tool name, no holders) is
+    migrated: its rows become content no one holds, kept for reuse, so the first ``index``
+    after the upgrade encodes nothing."""
+    from toolsearch.backends.postgres_schema import MIGRATIONS
+
+    schema = f"v1_{uuid.uuid4().hex[:12]}"
+    with _backend(postgres_url, namespace) as source:
+        source.index(GATEWAY)
+        expected = _answers(source)
+    columns = "namespace, name, mcp, hash, text_hash, definition, document, embedding"
+    with psycopg.connect(postgres_url, autocommit=True) as conn, conn.transaction():
+        conn.execute(f"CREATE SCHEMA {schema}")
+        conn.execute(f"CREATE TABLE {schema}.meta (key text PRIMARY KEY, value text NOT NULL)")
+        for statement in MIGRATIONS[0]:
+            conn.execute(statement.format(s=schema))
+        conn.execute(f"INSERT INTO {schema}.meta VALUES ('schema_version', '1')")
+        conn.execute(
+            f"INSERT INTO {schema}.catalogues (namespace, encoder, text_fields, dim, "
+            "tokenizer_version, generation) SELECT namespace, encoder, text_fields, dim, "
+            "tokenizer_version, 7 FROM toolsearch.catalogues WHERE namespace = %s",
+            (namespace,),
+        )
+        conn.execute(
+            f"INSERT INTO {schema}.tools ({columns}) SELECT DISTINCT ON (name) {columns} "
+            "FROM toolsearch.tools WHERE namespace = %s",
+            (namespace,),
+        )
+    with _backend(postgres_url, namespace, schema=schema) as upgraded:
+        assert len(upgraded) == 0  # nobody holds the old rows
+        upgraded.index(GATEWAY)
+        assert (upgraded.encoded, upgraded.written) == (0, 0)
+        assert _answers(upgraded) == expected
+
+
 # ---------------------------------------------------------------------------- the change feed
 
 

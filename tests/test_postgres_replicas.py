@@ -418,8 +418,8 @@ def test_conflicting_updates_end_equal_to_a_rebuild(replicas: Any, postgres_url:
             rows = [
                 conn.execute(
                     f"SELECT {columns} FROM toolsearch.tools t JOIN toolsearch.holdings h "
-                    "USING (namespace, name, hash) WHERE namespace = %s AND h.holder = %s "
-                    "ORDER BY name",
+                    "ON h.tool = t.id WHERE h.namespace = %s AND h.holder = %s "
+                    "ORDER BY t.name",
                     (namespace, who),
                 ).fetchall()
                 for namespace, who in (
