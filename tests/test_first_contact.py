@@ -342,7 +342,11 @@ def test_a_strict_editable_install_imports_from_the_folder_holding_the_clone(
     clone = tmp_path / "toolsearch"
     subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    # the machine's pip and setuptools (a venv's own bundled setuptools is too old to build it)
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)],
+        check=True,
+    )
     python = str(venv / "bin" / "python")
     install = [python, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "-e"]
     script = tmp_path / "script.py"  # a script beside the clone, as in ~ with ~/toolsearch
