@@ -31,7 +31,10 @@ killed mid-update leaves the last committed index behind. File databases use WAL
 do not block the writer or each other) and a busy timeout (a second writer waits instead of
 failing); several processes can search one file while one updates it. ``index`` makes the
 file hold exactly the tools it is given, so one database file serves one catalogue: the file
-records the catalogue's name (option ``catalog``) and refuses to be opened for another.
+records the catalogue's name (option ``catalog``) and refuses to be opened for another, and a
+backend whose catalogue another writer has replaced fails its searches instead of answering
+from rows it did not write. A full-text index that lost rows is rebuilt when the file is opened
+(docs/security.md, "Files and catalogues").
 
 Speed: every search first reads, in the same read transaction, the row count and each query
 token's document frequency (from an ``fts5vocab`` table). Tokens absent from the index are
@@ -45,9 +48,11 @@ with a bound that proves the top ``k`` unchanged.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import sqlite3
+import uuid
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -71,6 +76,8 @@ if TYPE_CHECKING:
     from sqlite_utils import Database
 
 __all__ = ["FTS5Backend", "match_expression"]
+
+logger = logging.getLogger(__name__)
 
 
 def _database_class() -> type[Database]:
@@ -96,6 +103,8 @@ TABLE = "tools"
 FTS_TABLE = "tools_fts"
 VOCAB_TABLE = "tools_fts_vocab"
 META_TABLE = "toolsearch_meta"
+#: The tables FTS5 keeps the index in; without one of them the index cannot even be dropped.
+_FTS_STORAGE = tuple(f"{FTS_TABLE}_{part}" for part in ("data", "idx", "docsize", "config"))
 
 # Names per statement in IN (...) look-ups; well under SQLite's variable limit.
 _CHUNK = 500
@@ -276,6 +285,10 @@ class FTS5Backend(BaseBackend):
         self.busy_timeout = float(busy_timeout)
         self.synchronous = synchronous
         self._weights = tuple(float(self.field_weights[field]) for field in FIELDS)
+        #: What this backend last made the file hold (name → content hash) and the
+        #: generation it left: None until it indexes (see :meth:`_check_owner`).
+        self._expected: dict[str, str] | None = None
+        self._generation: str | None = None
         self.db = self._open()
 
     # ------------------------------------------------------------------ database
@@ -296,9 +309,11 @@ class FTS5Backend(BaseBackend):
                 db.enable_wal()
                 db.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
             with self._transaction():
+                before = self._tables()
                 for statement in _SCHEMA:
                     db.execute(statement)
                 self._claim_catalog()
+                self._check_index(before)
                 stored = self._meta("tokenizer_version")
                 if stored != str(TOKENIZER_VERSION):
                     self._check_tokenizer(stored, allow_older=True)
@@ -374,7 +389,8 @@ class FTS5Backend(BaseBackend):
             )
 
     def _check_readable(self) -> None:
-        missing = {TABLE, FTS_TABLE, META_TABLE} - self._tables()
+        tables = self._tables()
+        missing = {TABLE, META_TABLE} - tables
         if missing:
             raise BackendError(
                 f"fts5: read-only {self._where()} has no index yet "
@@ -383,6 +399,41 @@ class FTS5Backend(BaseBackend):
         stored = self._meta("tokenizer_version")
         self._check_tokenizer(stored, allow_older=False)
         self._check_catalog(self._meta("catalog"))
+        self._check_index(tables)
+
+    def _check_index(self, tables: set[str]) -> None:
+        """A full-text index that no longer matches the stored tools (dropped, emptied, or
+        written without the triggers) would answer ``[]`` without an error: when its row count
+        differs from the tools table's it is rebuilt from the stored rows, or, read-only, an
+        error. An index whose own storage is gone cannot be rebuilt: an error too."""
+        lost = [name for name in _FTS_STORAGE if name not in tables]
+        if FTS_TABLE in tables and lost:
+            raise BackendError(
+                f"fts5: {self._where()}: the full-text index is damaged: its table {lost[0]} is "
+                "missing; delete the file and index the catalogue again"
+            )
+        stored: int = self.db.execute(f"SELECT count(*) FROM {TABLE}").fetchone()[0]
+        indexed = self._indexed_rows() if FTS_TABLE in tables else 0
+        if indexed == stored:
+            return
+        if self.read_only:
+            raise BackendError(
+                f"fts5: read-only {self._where()}: the full-text index is damaged ({indexed} of "
+                f"{stored} tools indexed); open it where it is writable to rebuild it"
+            )
+        logger.warning(
+            "fts5: %s: the full-text index held %d of %d tools; rebuilt it from the stored tools",
+            self._where(),
+            indexed,
+            stored,
+        )
+        self.db.execute(f"INSERT INTO {FTS_TABLE} ({FTS_TABLE}) VALUES ('rebuild')")
+
+    def _indexed_rows(self) -> int:
+        """The number of rows in the full-text index: the first varint of FTS5's averages
+        record (the count ``bm25()`` uses), 0 when it has none."""
+        row = self.db.execute(f"SELECT block FROM {FTS_TABLE}_data WHERE id = 1").fetchone()
+        return _varint(bytes(row[0])) if row and row[0] else 0
 
     def _claim_catalog(self) -> None:
         """Record which catalogue this file holds; opening it for another one is refused, so
@@ -480,6 +531,11 @@ class FTS5Backend(BaseBackend):
             conn.execute(f"DELETE FROM {TABLE} WHERE tool_name IN ({marks})", list(chunk))
         if rows:
             conn.executemany(_UPSERT, rows)
+        if rows or removals:  # every change gets a new generation (see _check_owner)
+            conn.execute(
+                f"INSERT OR REPLACE INTO {META_TABLE} (key, value) VALUES ('generation', ?)",
+                (uuid.uuid4().hex,),
+            )
 
     def _apply(self, tools: Sequence[Tool], *, replace_all: bool) -> None:
         """Write the tools whose hash differs from the stored one; with ``replace_all`` also
@@ -492,8 +548,14 @@ class FTS5Backend(BaseBackend):
                 changed = [tool for tool in unique if stored.get(tool.name) != hashes[tool.name]]
                 removals = [name for name in stored if name not in hashes] if replace_all else []
                 self._write(self._rows(changed), removals)
+                generation = self._meta("generation")
         except sqlite3.Error as exc:
             raise BackendError(f"fts5: cannot update {self._where()}: {exc}") from exc
+        if replace_all:
+            self._expected = hashes
+        elif self._expected is not None:
+            self._expected.update(hashes)
+        self._generation = generation
 
     def index(self, tools: Sequence[Tool]) -> None:
         """Make the index hold exactly ``tools``: rows whose content hash is unchanged stay
@@ -512,8 +574,13 @@ class FTS5Backend(BaseBackend):
             try:
                 with self._transaction():
                     self._write([], drop)
+                    generation = self._meta("generation")
             except sqlite3.Error as exc:
                 raise BackendError(f"fts5: cannot update {self._where()}: {exc}") from exc
+            if self._expected is not None:
+                for name in drop:
+                    self._expected.pop(name, None)
+            self._generation = generation
 
     def optimize(self) -> None:
         """Merge the FTS5 index segments into one (worth it after a large initial index)."""
@@ -562,6 +629,37 @@ class FTS5Backend(BaseBackend):
             if conn.in_transaction:
                 conn.execute("COMMIT")
 
+    def _check_owner(self) -> None:
+        """Fail, rather than answer from rows this backend did not write, when another writer
+        has replaced the catalogue it indexed (inside the search's read transaction).
+
+        Each change to the file stores a new ``generation``. While it is the one this backend
+        left, nothing else has written; when it differs, the stored content hashes are
+        compared with what this backend indexed — equal (another writer wrote the same
+        catalogue) is fine, anything else is an error. A backend that never indexed (a pure
+        reader) searches whatever the file holds."""
+        if self._expected is None:
+            return
+        generation = self._meta("generation")
+        if generation == self._generation:
+            return
+        stored = self._stored_hashes(None)
+        if stored != self._expected:
+            gone = sum(1 for name in self._expected if name not in stored)
+            changed = sum(
+                1 for name, h in self._expected.items() if stored.get(name) not in (None, h)
+            )
+            added = sum(1 for name in stored if name not in self._expected)
+            raise BackendError(
+                f"fts5: {self._where()} no longer holds this index's catalogue: another writer "
+                f"changed it since ({gone} of its {len(self._expected)} tools gone, {changed} "
+                f"changed, {added} others added). Two catalogues on one file overwrite each "
+                "other: give each catalogue its own file, or its own catalog= name (a file "
+                "opened for another name is refused); to follow another writer's updates, "
+                "open the file again"
+            )
+        self._generation = generation
+
     def _statistics(self, tokens: Sequence[str]) -> tuple[int, dict[str, int]]:
         """The number of rows and the rows containing each distinct token (tokens absent from
         the index are left out), in one statement. The row count is the one ``bm25()`` uses:
@@ -597,6 +695,7 @@ class FTS5Backend(BaseBackend):
             return []
         try:
             with self._snapshot():
+                self._check_owner()
                 rows, frequency = self._statistics(tokens)
                 known = [token for token in tokens if token in frequency]
                 informative = [token for token in known if 2 * frequency[token] < rows]

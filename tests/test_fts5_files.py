@@ -4,6 +4,7 @@ foreign databases left alone, and clear errors for versions and rows it cannot r
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 pytest.importorskip("sqlite_utils")
 
 from toolsearch.backends.fts5 import FTS5Backend
+from toolsearch.engine import ToolSearch
 from toolsearch.errors import BackendError
 from toolsearch.query import parse_query
 from toolsearch.tool import Tool
@@ -85,3 +87,67 @@ def test_a_corrupt_stored_definition_is_a_clear_error(tmp_path: Path) -> None:
             )
         with pytest.raises(BackendError, match="stored definition of 'mcp__gh__close_issue'"):
             _ = backend.tools
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["DROP TABLE tools_fts", "INSERT INTO tools_fts (tools_fts) VALUES ('delete-all')"],
+)
+def test_a_damaged_full_text_index_is_rebuilt_when_opened(tmp_path: Path, damage: str) -> None:
+    path = tmp_path / "index.db"
+    with FTS5Backend(path=path) as backend:
+        backend.index(FIRST)
+    conn = sqlite3.connect(path)
+    conn.execute(damage)
+    conn.commit()
+    conn.close()  # the last connection: the change leaves the WAL for the file
+    with pytest.raises(BackendError, match=r"full-text index is damaged \(0 of 2 tools indexed"):
+        FTS5Backend(path=path, read_only=True)  # cannot be repaired there: said, not guessed
+    with FTS5Backend(path=path) as backend:
+        found = {h.name for h in backend.search(parse_query("issue"), 5)}
+        assert found == {"mcp__gh__create_issue", "mcp__gh__close_issue"}
+        backend.db.execute("INSERT INTO tools_fts (tools_fts) VALUES ('integrity-check')")
+    with FTS5Backend(path=path, read_only=True) as reader:
+        assert len(reader.search(parse_query("issue"), 5)) == 2
+
+
+def test_an_index_missing_its_fts5_storage_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "index.db"
+    with FTS5Backend(path=path) as backend:
+        backend.index(FIRST)
+    with sqlite3.connect(path) as conn:
+        conn.execute("DROP TABLE tools_fts_data")
+    with pytest.raises(BackendError, match="damaged: its table tools_fts_data is missing"):
+        FTS5Backend(path=path)
+
+
+def _engine(tools: list[Tool], path: Path) -> ToolSearch:
+    deferred = [replace(tool, should_defer=True) for tool in tools]
+    return ToolSearch(deferred, backend="fts5", backend_options={"path": str(path)})
+
+
+def test_a_catalogue_replaced_by_another_writer_is_an_error_not_empty_results(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "shared.db"
+    first = _engine(FIRST, path)
+    assert set(first.search("issue").names) == {"mcp__gh__create_issue", "mcp__gh__close_issue"}
+    same = _engine(FIRST, path)  # the same catalogue again: writes nothing, both keep working
+    assert first.search("issue").names == same.search("issue").names
+    second = _engine(SECOND, path)  # default options: the same catalogue name, "default"
+    assert second.search("post").names == ["mcp__slack__post"]
+    for engine in (first, same):
+        with pytest.raises(BackendError, match="no longer holds this index's catalogue"):
+            engine.search("issue")
+    with FTS5Backend(path=path) as reader:  # a reader that never indexed is not affected
+        assert [h.name for h in reader.search(parse_query("post"), 5)] == ["mcp__slack__post"]
+
+
+def test_the_writer_itself_may_replace_its_catalogue(tmp_path: Path) -> None:
+    path = tmp_path / "index.db"
+    with FTS5Backend(path=path) as backend:
+        backend.index(FIRST)
+        backend.index(SECOND)
+        backend.remove(["Read"])
+        backend.upsert([Tool("mcp__slack__read", "Read a channel")])
+        assert [h.name for h in backend.search(parse_query("read"), 5)] == ["mcp__slack__read"]
