@@ -127,6 +127,8 @@ _SCORE_DECIMALS = 6
 _TIE_SLACK = 64
 # Seconds to wait for a pooled connection before connecting directly (see _retrying).
 _POOL_WAIT = 1.0
+# The full-text ranking first ranks this many times the rows it needs, whoever holds them.
+_LEXICAL_OVERFETCH = 4
 # Notifications read before the listener re-reads the generation.
 _NOTES_PER_READ = 1000
 _Ranked = list[tuple[str, bool, float]]  # (name, mcp, score), best first
@@ -941,22 +943,34 @@ class PostgresBackend(BaseBackend):
         return Ranking(hits, best), False
 
     def _lexical(self, conn: psycopg.Connection[Any], tsquery: str, depth: int) -> _Ranked:
+        """The best ``depth`` held tools by ``ts_rank``. The namespace's best
+        ``_LEXICAL_OVERFETCH * depth`` rows are ranked first and checked against the
+        holdings one by one — the same answer as ranking only held rows whenever ``depth``
+        of them are among those, which they are unless the holder holds a small part of the
+        namespace; then the held rows alone are ranked (a join over all the holder's rows,
+        dearer in the usual case)."""
+        score = f"{self.rank_function}(%s::float4[], t.document, q, %s)"
+        params = [list(self.rank_weights), self.rank_normalization, tsquery, self.namespace]
+        fetch = depth * _LEXICAL_OVERFETCH
         rows = conn.execute(
-            f"SELECT t.name, t.mcp, {self.rank_function}(%s::float4[], t.document, q, %s) "
-            f"AS score FROM {self._q}.tools t JOIN {self._q}.holdings h ON h.tool = t.id, "
-            "CAST(%s AS tsquery) AS q WHERE t.namespace = %s AND h.namespace = t.namespace "
-            "AND h.holder = %s AND t.document @@ q "
-            "ORDER BY score DESC, t.mcp, t.name LIMIT %s",
-            (
-                list(self.rank_weights),
-                self.rank_normalization,
-                tsquery,
-                self.namespace,
-                self.holder,
-                depth,
-            ),
+            f"SELECT r.name, r.mcp, r.score, EXISTS (SELECT 1 FROM {self._q}.holdings h "
+            "WHERE h.tool = r.id AND h.holder = %s AND h.namespace = %s) FROM ("
+            f"SELECT t.id, t.name, t.mcp, {score} AS score FROM {self._q}.tools t, "
+            "CAST(%s AS tsquery) AS q WHERE t.namespace = %s AND t.document @@ q "
+            "ORDER BY score DESC, t.mcp, t.name LIMIT %s) AS r "
+            "ORDER BY r.score DESC, r.mcp, r.name",
+            (self.holder, self.namespace, *params, fetch),
         ).fetchall()
-        return [(name, mcp, float(score)) for name, mcp, score in rows if score > 0]
+        held = [(name, mcp, score) for name, mcp, score, mine in rows if mine]
+        if len(held) < depth and len(rows) == fetch:
+            held = conn.execute(
+                f"SELECT t.name, t.mcp, {score} AS score FROM {self._q}.tools t "
+                f"JOIN {self._q}.holdings h ON h.tool = t.id, CAST(%s AS tsquery) AS q "
+                "WHERE t.namespace = %s AND h.namespace = t.namespace AND h.holder = %s "
+                "AND t.document @@ q ORDER BY score DESC, t.mcp, t.name LIMIT %s",
+                (*params, self.holder, depth),
+            ).fetchall()
+        return [(name, mcp, float(score)) for name, mcp, score in held[:depth] if score > 0]
 
     def _dense(
         self, conn: psycopg.Connection[Any], vector: Any, catalogue: _Catalogue, depth: int

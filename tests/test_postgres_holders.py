@@ -25,6 +25,7 @@ import pytest
 psycopg = pytest.importorskip("psycopg")
 
 from toolsearch.backends.postgres import PostgresBackend  # noqa: E402
+from toolsearch.backends.postgres_text import query_literal  # noqa: E402
 from toolsearch.query import parse_query  # noqa: E402
 from toolsearch.tool import Tool, pool_order  # noqa: E402
 
@@ -169,6 +170,34 @@ def test_close_releases_the_holders_holdings_at_once(postgres_url: str, namespac
     with _backend(postgres_url, namespace) as again:
         again.index(GATEWAY)
         assert again.encoded == 0  # released content is retained for reuse
+
+
+def test_a_holder_of_a_small_part_of_a_large_namespace_finds_its_tools(
+    postgres_url: str, namespace: str
+) -> None:
+    """Hundreds of better-matching rows held by another holder (past the rows a ranking
+    fetches, and in the HNSW index) never hide a holder's own tools."""
+    crowd = [
+        Tool(f"mcp__crowd__send_message_{i}", f"Send a message to channel {i} now.")
+        for i in range(400)
+    ]
+    mine = [
+        Tool("mcp__mail__send_email", "Send an email message to a recipient."),
+        Tool("mcp__sms__send_text", "Send a short text message to a phone."),
+    ]
+    options = {"hnsw_min_rows": 100, "min_similarity": None}
+    with (
+        _backend(postgres_url, namespace, **options) as other,
+        _backend(postgres_url, namespace, **options) as holder,
+    ):
+        other.index(crowd)
+        holder.index(mine)
+        query = parse_query("send a message to channel")
+        found = [h.name for h in holder.search(query, 5)]
+        assert sorted(found) == sorted(t.name for t in mine)
+        text = query_literal(query, stopwords=False)  # the full-text ranking alone, too
+        lexical = holder._retrying("search", lambda conn: holder._lexical(conn, text, 50))
+        assert sorted(name for name, _, _ in lexical) == sorted(t.name for t in mine)
 
 
 def test_released_content_goes_after_the_retention(postgres_url: str, namespace: str) -> None:
