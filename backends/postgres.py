@@ -1120,30 +1120,24 @@ class PostgresBackend(BaseBackend):
             if self._heartbeat is not None and self._heartbeat.is_alive():
                 return
             self._heartbeat = threading.Thread(
-                target=self._beat, name=f"toolsearch-lease-{self.namespace}", daemon=True
+                target=_beat,
+                args=(weakref.ref(self), self._closed, min(1.0, self.lease / 3)),
+                name=f"toolsearch-lease-{self.namespace}",
+                daemon=True,
             )
             self._heartbeat.start()
 
-    def _beat(self) -> None:
-        """Renew the lease every third of it, collect garbage every lease (when no write
-        holds the namespace), and restart a dead listener; failures are logged and tried
-        again at the next beat."""
-        tick = min(1.0, self.lease / 3)
-        renew_at = collect_at = time.monotonic() + tick
-        while not self._closed.wait(tick):
-            try:
-                now = time.monotonic()
-                if now >= renew_at:
-                    renew_at = now + self.lease / 3
-                    self.refresh_lease()
-                if now >= collect_at:
-                    collect_at = now + self.lease
-                    self._collect_if_free()
-                self._start_listener()
-            except Exception as exc:
-                if self._closed.is_set():
-                    return
-                logger.warning("postgres: holder heartbeat: %s", exc)
+    def _beat(self, due: dict[str, float]) -> None:
+        """One heartbeat: renew the lease every third of it, collect garbage every lease
+        (when no write holds the namespace), restart a dead listener."""
+        now = time.monotonic()
+        if now >= due.setdefault("renew", now):
+            due["renew"] = now + self.lease / 3
+            self.refresh_lease()
+        if now >= due.setdefault("collect", now + self.lease / 3):
+            due["collect"] = now + self.lease
+            self._collect_if_free()
+        self._start_listener()
 
     def _collect_if_free(self) -> None:
         def work(conn: psycopg.Connection[Any]) -> None:
@@ -1189,6 +1183,25 @@ class PostgresBackend(BaseBackend):
                 "server_support": used.server_support,
             }
         return params | {"depth": DEFAULT_DEPTH}
+
+
+def _beat(ref: weakref.ref[PostgresBackend], closed: threading.Event, tick: float) -> None:
+    """The heartbeat thread: a beat every ``tick`` seconds until the backend is closed or
+    garbage-collected (the thread holds it only between beats, so an instance nobody
+    closed is still finalized — its holdings released, its pool closed). Failures are
+    logged and tried again at the next beat."""
+    due: dict[str, float] = {}
+    while not closed.wait(tick):
+        backend = ref()
+        if backend is None:
+            return
+        try:
+            backend._beat(due)
+        except Exception as exc:
+            if closed.is_set():
+                return
+            logger.warning("postgres: holder heartbeat: %s", exc)
+        del backend
 
 
 class _HolderLost(Exception):

@@ -200,6 +200,29 @@ def test_a_holder_of_a_small_part_of_a_large_namespace_finds_its_tools(
         assert sorted(name for name, _, _ in lexical) == sorted(t.name for t in mine)
 
 
+def test_a_backend_nobody_closed_is_released_when_collected(
+    postgres_url: str, namespace: str
+) -> None:
+    """The heartbeat thread does not keep an abandoned instance alive (a benchmark or CLI run
+    that drops its backends releases them, connections and holdings)."""
+    import gc
+
+    backend = _backend(postgres_url, namespace)
+    backend.index(GATEWAY)
+    holder, thread = backend.holder, backend._heartbeat
+    del backend
+    deadline = time.monotonic() + 5
+    while thread is not None and thread.is_alive() and time.monotonic() < deadline:
+        gc.collect()
+        time.sleep(0.1)
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        (held,) = conn.execute(
+            "SELECT count(*) FROM toolsearch.holdings WHERE namespace = %s AND holder = %s",
+            (namespace, holder),
+        ).fetchone()
+    assert held == 0 and thread is not None and not thread.is_alive()
+
+
 def test_released_content_goes_after_the_retention(postgres_url: str, namespace: str) -> None:
     with _backend(postgres_url, namespace) as keeper:
         keeper.index(GATEWAY[:1])
