@@ -223,6 +223,42 @@ def test_a_backend_nobody_closed_is_released_when_collected(
     assert held == 0 and thread is not None and not thread.is_alive()
 
 
+def test_searches_in_several_threads_beside_one_writer(postgres_url: str, namespace: str) -> None:
+    """The gateway's shape: one thread writes while several search. Every search answers,
+    and only with tools this holder held at some point — never another holder's."""
+    with _backend(postgres_url, namespace) as other, _backend(postgres_url, namespace) as own:
+        other.index(OTHER)
+        own.index(GATEWAY)
+        errors: list[BaseException] = []
+        seen: set[str] = set()
+        stop = threading.Event()
+
+        def search() -> None:
+            while not stop.is_set():
+                try:
+                    for q in [*QUERIES, "send an email", "create a ticket"]:
+                        seen.update(h.name for h in own.search(parse_query(q), 5))
+                except BaseException as exc:  # reported below
+                    errors.append(exc)
+                    return
+
+        threads = [threading.Thread(target=search) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for round_ in range(15):
+            own.remove([GATEWAY[round_ % len(GATEWAY)].name])
+            own.upsert([GATEWAY[round_ % len(GATEWAY)]])
+            own.index(GATEWAY[: 1 + round_ % len(GATEWAY)])
+            other.index(OTHER[round_ % 2 :])  # another holder writes meanwhile
+        own.index(GATEWAY)
+        stop.set()
+        for thread in threads:
+            thread.join(30)
+        assert not errors, errors[0]
+        assert seen and seen <= {t.name for t in GATEWAY}
+        assert _answers(own)[0][0] == "mcp__slack__send_message"
+
+
 def test_released_content_goes_after_the_retention(postgres_url: str, namespace: str) -> None:
     with _backend(postgres_url, namespace) as keeper:
         keeper.index(GATEWAY[:1])
