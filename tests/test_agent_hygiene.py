@@ -82,6 +82,9 @@ def test_a_result_with_references_gets_a_sibling_never_inside() -> None:
 
 
 def test_sibling_goes_after_the_last_result_and_goes_away_with_the_references() -> None:
+    calls = assistant_message(
+        [tool_use_block("s", "ToolSearch", {"query": "q"}), tool_use_block("t", "Read", {})]
+    )
     message = user_message(
         [
             tool_result_block("s", [reference_block("mcp__a__x")]),
@@ -89,15 +92,15 @@ def test_sibling_goes_after_the_last_result_and_goes_away_with_the_references() 
             text_block("and a user note"),
         ]
     )
-    cleaned = clean_history([message], search_enabled=True, pool_names={"mcp__a__x"})
-    assert [b.get("text") or b["type"] for b in cleaned[0]["content"]] == [
+    cleaned = clean_history([calls, message], search_enabled=True, pool_names={"mcp__a__x"})
+    assert [b.get("text") or b["type"] for b in cleaned[1]["content"]] == [
         "tool_result",
         "tool_result",
         TOOL_LOADED_TEXT,
         "and a user note",
     ]
     off = clean_history(cleaned, search_enabled=False, pool_names=set())
-    assert TOOL_LOADED_TEXT not in [b.get("text") for b in off[0]["content"]]
+    assert TOOL_LOADED_TEXT not in [b.get("text") for b in off[1]["content"]]
 
 
 def test_server_side_blocks_are_dropped_unless_the_request_uses_them() -> None:

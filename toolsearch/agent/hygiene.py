@@ -4,6 +4,9 @@
   ``[Tool references removed - tool search not enabled]``.
 - References to tools that left the pool are stripped; a result left empty reads
   ``[Tool references removed - tools no longer available]``.
+- References in the result of any tool but ToolSearch are stripped: only search results load
+  tools (docs/security.md, "Tool references"); a result left empty reads
+  ``[Tool references removed - only ToolSearch results load tools]``.
 - A user message whose results still carry references gets one sibling text block
   ``Tool loaded.`` after its results — never inside a result.
 - Server-side search blocks (``server_tool_use`` for a ``tool_search_tool_*`` tool and its
@@ -21,9 +24,11 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from toolsearch.agent.messages import Block, Message, text_block
+from toolsearch.agent.state import loads_tools, search_call_ids
 from toolsearch.tool import TOOL_SEARCH_NAME, Tool, is_deferred
 
 __all__ = [
+    "FOREIGN_REFERENCE_TEXT",
     "SEARCH_OFF_TEXT",
     "SERVER_SEARCH_TOOLS",
     "TOOL_LOADED_TEXT",
@@ -36,6 +41,7 @@ __all__ = [
 
 SEARCH_OFF_TEXT = "[Tool references removed - tool search not enabled]"
 UNAVAILABLE_TEXT = "[Tool references removed - tools no longer available]"
+FOREIGN_REFERENCE_TEXT = "[Tool references removed - only ToolSearch results load tools]"
 TOOL_LOADED_TEXT = "Tool loaded."
 SERVER_SEARCH_TOOLS = frozenset({"tool_search_tool_regex", "tool_search_tool_bm25"})
 
@@ -75,7 +81,7 @@ def call_error(
 
 
 def _clean_result(
-    block: Block, *, search_enabled: bool, pool_names: Collection[str]
+    block: Block, *, search_enabled: bool, pool_names: Collection[str], search_ids: Collection[str]
 ) -> tuple[Block, bool]:
     """The result with references stripped as needed, and whether references remain."""
     content = block.get("content")
@@ -84,9 +90,9 @@ def _clean_result(
     refs = [b for b in content if isinstance(b, Mapping) and b.get("type") == "tool_reference"]
     if not refs:
         return block, False
-    if not search_enabled:
+    if not search_enabled or not loads_tools(block, search_ids):
         kept = [b for b in content if b not in refs]
-        placeholder = SEARCH_OFF_TEXT
+        placeholder = SEARCH_OFF_TEXT if not search_enabled else FOREIGN_REFERENCE_TEXT
     else:
         kept = [
             b
@@ -131,7 +137,12 @@ def _is_sibling(block: Mapping[str, Any]) -> bool:
 
 
 def _clean_message(
-    message: Message, *, search_enabled: bool, pool_names: Collection[str], server_side: bool
+    message: Message,
+    *,
+    search_enabled: bool,
+    pool_names: Collection[str],
+    server_side: bool,
+    search_ids: Collection[str],
 ) -> Message:
     content = message.get("content")
     if not isinstance(content, list):
@@ -155,7 +166,10 @@ def _clean_message(
         if block.get("type") == "tool_result":
             has_results = True
             cleaned, remaining = _clean_result(
-                dict(block), search_enabled=search_enabled, pool_names=pool_names
+                dict(block),
+                search_enabled=search_enabled,
+                pool_names=pool_names,
+                search_ids=search_ids,
             )
             changed |= cleaned.get("content") != block.get("content")
             carrying |= remaining
@@ -189,9 +203,14 @@ def clean_history(
 ) -> list[Message]:
     """The history as it may be sent: references stripped per the rules above, ``Tool
     loaded.`` siblings in place. Unchanged messages are returned as the same objects."""
+    search_ids = search_call_ids(messages)
     return [
         _clean_message(
-            m, search_enabled=search_enabled, pool_names=pool_names, server_side=server_side
+            m,
+            search_enabled=search_enabled,
+            pool_names=pool_names,
+            server_side=server_side,
+            search_ids=search_ids,
         )
         for m in messages
     ]

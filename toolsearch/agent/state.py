@@ -1,9 +1,12 @@
 """Discovered-tool state, rebuilt from the history, and the compaction boundary that keeps it.
 
-A deferred tool is *discovered* once its name appears in a ``tool_reference`` block of a tool
-result (client-side search) or of a server-side ``tool_search_tool_result``. Nothing is kept
-outside the history: the discovered set is always recomputed from it, so it cannot drift from
-what the model has actually seen.
+A deferred tool is *discovered* once its name appears in a ``tool_reference`` block of the
+result of a ToolSearch call (client-side search) or of a server-side
+``tool_search_tool_result``. A reference in any other tool's result loads nothing: a tool (a
+web page it fetched, a hostile MCP server) could otherwise hand the model a tool it never
+searched for (docs/security.md, "Tool references"). Nothing is kept outside the history: the
+discovered set is always recomputed from it, so it cannot drift from what the model has
+actually seen.
 
 Compaction replaces old messages by a summary and so drops their reference blocks. The
 compaction boundary — the summary message written by :func:`compact` — records the discovered
@@ -13,7 +16,7 @@ discovered tools survive any number of compactions.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from toolsearch.agent.messages import (
@@ -25,13 +28,16 @@ from toolsearch.agent.messages import (
     blocks,
     meta_kind,
 )
+from toolsearch.tool import TOOL_SEARCH_NAME
 
 __all__ = [
     "boundary_message",
     "compact",
     "discovered_tools",
     "last_boundary_index",
+    "loads_tools",
     "referenced_names",
+    "search_call_ids",
 ]
 
 
@@ -55,6 +61,27 @@ def referenced_names(block: Mapping[str, Any]) -> list[str]:
     return []
 
 
+def search_call_ids(messages: Iterable[Mapping[str, Any]]) -> frozenset[str]:
+    """Ids of the ToolSearch calls (``tool_use`` blocks of the model): the only tool results
+    whose references load tools."""
+    return frozenset(
+        str(block.get("id"))
+        for message in messages
+        if message.get("role") == "assistant"
+        for block in blocks(message)
+        if block.get("type") == "tool_use" and block.get("name") == TOOL_SEARCH_NAME
+    )
+
+
+def loads_tools(block: Mapping[str, Any], search_ids: Collection[str]) -> bool:
+    """Whether ``block`` is a result whose references may load tools: a ToolSearch call's
+    ``tool_result`` or a server-side ``tool_search_tool_result``."""
+    kind = block.get("type")
+    if kind == "tool_result":
+        return str(block.get("tool_use_id")) in search_ids
+    return kind == "tool_search_tool_result"
+
+
 def _carried(message: Mapping[str, Any]) -> list[str]:
     meta = message.get(META_KEY)
     if isinstance(meta, Mapping) and meta.get("kind") == BOUNDARY_KIND:
@@ -65,12 +92,16 @@ def _carried(message: Mapping[str, Any]) -> list[str]:
 
 
 def discovered_tools(messages: Iterable[Mapping[str, Any]]) -> frozenset[str]:
-    """Every tool name referenced by a result in ``messages`` or carried by a boundary."""
+    """Every tool name referenced by a search result in ``messages`` or carried by a
+    boundary."""
+    messages = list(messages)
+    search_ids = search_call_ids(messages)
     found: set[str] = set()
     for message in messages:
         found.update(_carried(message))
         for block in blocks(message):
-            found.update(referenced_names(block))
+            if loads_tools(block, search_ids):
+                found.update(referenced_names(block))
     return frozenset(found)
 
 

@@ -16,13 +16,13 @@ whose output is the hygiene placeholder.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from toolsearch.agent.messages import HistoryError, Message, blocks, text_of
+from toolsearch.agent.messages import HistoryError, Message, text_of
 from toolsearch.agent.providers import RequestParts
-from toolsearch.agent.state import referenced_names
+from toolsearch.agent.state import referenced_names, search_call_ids
 from toolsearch.tool import TOOL_SEARCH_NAME, Tool
 
 __all__ = ["OpenAIResponsesAdapter", "function_param", "tool_search_param"]
@@ -77,13 +77,7 @@ class OpenAIResponsesAdapter:
                     tools.append(tool_search_param(sent.tool))
                 continue
             tools.append(function_param(sent.tool, defer_loading=sent.defer_loading))
-        search_ids = {
-            str(b["id"])
-            for m in parts.messages
-            if m.get("role") == "assistant"
-            for b in blocks(m)
-            if b.get("type") == "tool_use" and b.get("name") == TOOL_SEARCH_NAME
-        }
+        search_ids = search_call_ids(parts.messages)
         items: list[dict[str, Any]] = []
         for index, message in enumerate(parts.messages):
             items.extend(self._items(index, message, parts, search_ids))
@@ -93,7 +87,7 @@ class OpenAIResponsesAdapter:
         return payload
 
     def _items(
-        self, index: int, message: Message, parts: RequestParts, search_ids: set[str]
+        self, index: int, message: Message, parts: RequestParts, search_ids: Collection[str]
     ) -> list[dict[str, Any]]:
         role = message["role"]
         content = message["content"]
@@ -144,7 +138,7 @@ class OpenAIResponsesAdapter:
     def _output(
         block: Mapping[str, Any],
         parts: RequestParts,
-        search_ids: set[str],
+        search_ids: Collection[str],
         texts: list[str],
     ) -> list[dict[str, Any]]:
         call_id = str(block["tool_use_id"])
