@@ -5,6 +5,7 @@ malformed blocks."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -213,3 +214,18 @@ def test_a_command_that_writes_no_fresh_file_counts_as_failed(
     fresh_result = regen.Result("fresh", writes, path=fresh)
     assert regen._run([stale_result, fresh_result]) == ["stale"]
     assert "stale FAILED" in capsys.readouterr().err
+
+
+def test_benchmarks_and_lab_are_packages_that_never_edit_sys_path() -> None:
+    """``python -m benchmarks.X`` / ``python -m lab.X`` import each other as packages."""
+    for folder in ("benchmarks", "lab"):
+        assert (ROOT / folder / "__init__.py").is_file()
+        for path in (ROOT / folder).rglob("*.py"):
+            assert "sys.path" not in path.read_text(encoding="utf-8"), path
+
+
+def test_the_shipped_package_never_imports_the_lab_or_the_benchmarks() -> None:
+    shipped = [*(ROOT / "toolsearch").rglob("*.py"), *(ROOT / "backends").rglob("*.py")]
+    imports = re.compile(r"^\s*(from|import)\s+(lab|benchmarks)\b", re.M)
+    for path in shipped:
+        assert not imports.search(path.read_text(encoding="utf-8")), path
