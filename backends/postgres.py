@@ -217,8 +217,19 @@ class _Vectors:
         return self._embedding._encode_texts(texts)
 
     def query(self, text: str) -> NDArray[np.float32]:
+        """The query's vector, as the ``embedding`` backend's query-vector cache gives it;
+        the cache is touched under a lock, the encoding runs outside it, so searches in
+        several threads encode side by side."""
+        embedding = self._embedding
         with self._lock:
-            return self._embedding._query_vector(text)
+            cached = embedding._query_vectors.get(text)
+            if cached is not None:
+                embedding._query_vectors.move_to_end(text)
+                return cached
+        vector: NDArray[np.float32] = embedding._encode_queries([text])[0]
+        with self._lock:
+            embedding._remember(text, vector)
+        return vector
 
     def describe(self) -> dict[str, object]:
         return self._embedding.params()
