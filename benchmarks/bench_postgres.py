@@ -1,9 +1,9 @@
 """Load, fault and ranking measurements of the ``postgres`` backend.
 
-    python benchmarks/bench_postgres.py                      # the full run (100,000 tools,
+    python -m benchmarks.bench_postgres                      # the full run (100,000 tools,
                                                              # 4 replicas x 32 clients, 60 s)
-    python benchmarks/bench_postgres.py --tools 5000 --replicas 2 --clients 8 --duration 15
-    python benchmarks/bench_postgres.py --only ranking scan  # the measurements behind defaults
+    python -m benchmarks.bench_postgres --tools 5000 --replicas 2 --clients 8 --duration 15
+    python -m benchmarks.bench_postgres --only ranking scan  # the measurements behind defaults
 
 Parts (``--only`` picks some):
 
@@ -50,14 +50,13 @@ from itertools import product
 from pathlib import Path
 from typing import Any
 
+from benchmarks.bench_keyword import QUERIES
+from benchmarks.bench_keyword import catalogue as scaled_catalogue
+from toolsearch.tool import Tool
+
 HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
 RESULTS = HERE / "results" / "bench_postgres.json"
-sys.path.insert(0, str(HERE))
-
-from bench_keyword import QUERIES  # noqa: E402
-from bench_keyword import catalogue as scaled_catalogue  # noqa: E402
-
-from toolsearch.tool import Tool  # noqa: E402
 
 SERVER = "bench"
 CONTESTED = "mcp__contested__tool_"
@@ -120,6 +119,15 @@ def serve_mcp(count: int) -> None:
     anyio.run(main)
 
 
+def mcp_server_entry(count: int) -> dict[str, Any]:
+    """The MCP config entry of a server of ``count`` tools (:func:`serve_mcp`)."""
+    return {
+        "command": sys.executable,
+        "args": ["-m", "benchmarks.bench_postgres", "--mcp-server", str(count)],
+        "cwd": str(ROOT),
+    }
+
+
 # ---------------------------------------------------------------------------- the database
 
 
@@ -154,10 +162,20 @@ def backend_options(namespace: str, encoder: str) -> dict[str, Any]:
 
 
 class Replica:
-    """One ``toolsearch serve --transport http`` process on 127.0.0.1."""
+    """One ``toolsearch serve --transport http`` process on 127.0.0.1; its log goes to
+    ``log`` when given (read back to report a replica's exceptions), else nowhere."""
 
-    def __init__(self, config: Path, env: Mapping[str, str], max_tools: int) -> None:
+    def __init__(
+        self,
+        config: Path,
+        env: Mapping[str, str],
+        max_tools: int,
+        *,
+        log: Path | None = None,
+        args: Sequence[str] = (),
+    ) -> None:
         self.started = time.monotonic()
+        self.log = log
         self.process = subprocess.Popen(
             [
                 sys.executable,
@@ -176,6 +194,7 @@ class Replica:
                 "1800",
                 "--max-tools",  # the default per-server limit (10,000) is below the runs' sizes
                 str(max_tools),
+                *args,
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -183,16 +202,30 @@ class Replica:
             env=dict(env),
         )
         assert self.process.stderr is not None
-        line = self.process.stderr.readline()
-        if "gateway on http://127.0.0.1:" not in line:
-            raise RuntimeError(f"replica did not start: {line!r}")
-        self.url = line.split()[3]
+        self._sink = log.open("a", encoding="utf-8") if log is not None else None
+        said: list[str] = []
+        for line in self.process.stderr:
+            self._write(line)
+            said = [*said[-20:], line]
+            if "gateway on http://127.0.0.1:" in line:
+                self.url = line.split()[3]
+                break
+        else:
+            raise RuntimeError("replica did not start: " + "".join(said))
         threading.Thread(target=self._drain, daemon=True).start()
+
+    def _write(self, line: str) -> None:
+        if self._sink is not None:
+            self._sink.write(line)
+            self._sink.flush()
 
     def _drain(self) -> None:
         assert self.process.stderr is not None
-        for _ in self.process.stderr:
-            pass
+        with self.process.stderr:
+            for line in self.process.stderr:
+                self._write(line)
+        if self._sink is not None:
+            self._sink.close()
 
     def kill(self) -> None:
         self.process.send_signal(signal.SIGKILL)
@@ -340,10 +373,7 @@ def start_replicas(setup: LoadSetup, namespace: str) -> tuple[list[Replica], lis
         json.dumps(
             {
                 "mcpServers": {
-                    SERVER: {
-                        "command": sys.executable,
-                        "args": [str(Path(__file__).resolve()), "--mcp-server", str(setup.tools)],
-                    }
+                    SERVER: mcp_server_entry(setup.tools),
                 }
             }
         )
@@ -528,8 +558,8 @@ def run_load(setup: LoadSetup) -> dict[str, Any]:
 
         calls, _ = drive(setup, group, group[0].kill)
         result["kill"] = summarise(calls, setup.duration, {0})
-        (restarted,), ready = start_replicas_one(setup, namespace)
-        result["replica_restart_ready_s"] = ready
+        (restarted,), ready_s = start_replicas_one(setup, namespace)
+        result["replica_restart_ready_s"] = ready_s
         group = [*group[1:], restarted]
     finally:
         for replica in group:
@@ -708,7 +738,7 @@ def main() -> int:
     if not (1 <= args.replicas <= 16 and 1 <= args.clients <= 64 and 0 < args.duration <= 600):
         parser.error("bounded runs only: 1-16 replicas, 1-64 clients, duration 0-600 s")
     results: dict[str, Any] = json.loads(args.out.read_text()) if args.out.exists() else {}
-    command = "python benchmarks/bench_postgres.py " + " ".join(sys.argv[1:])
+    command = "python -m benchmarks.bench_postgres " + " ".join(sys.argv[1:])
     with database(args.url) as db:
         if "ranking" in args.only:
             results["ranking"] = tune_ranking(db.url)

@@ -1,0 +1,1 @@
+"""MCP servers the benchmarks start as subprocesses."""
