@@ -210,7 +210,7 @@ class SentenceTransformerEncoder:
     ``progress`` shows the library's own loading bars (None = only on a terminal).
 
     A single text (a query) skips ``SentenceTransformer.encode``'s batching machinery and runs
-    the model's modules directly — the same computation, about 2 ms less per query.
+    the model's modules directly — the same computation, with less overhead per query.
     """
 
     cacheable: ClassVar[bool] = True
