@@ -374,7 +374,7 @@ def _cell(value: object) -> str:
 
 
 def markdown(rows: Sequence[dict[str, Any]]) -> str:
-    """The results as the README's Markdown table."""
+    """The results as the Markdown table of docs/results.md."""
     lines = [
         "| backend | tools | index s | peak MB | keyword p50 ms | keyword p95 ms | "
         "natural p50 ms | natural p95 ms | re-index 1 tool ms | layer ratio |",
@@ -395,7 +395,7 @@ def _one(value: float | None) -> str:
 
 
 def markdown_default(rows: Sequence[dict[str, Any]]) -> str:
-    """The README's table of the default backend at scale: build from an empty vector cache,
+    """The table of docs/results.md of the default backend at scale: build from an empty vector cache,
     the process's whole peak memory, and latency with query encoding."""
     lines = [
         "| tools | index s (cold cache) | peak RSS MiB | keyword p50 / p95 ms | "

@@ -254,7 +254,7 @@ def test_embedding_reindex_one(
 
 
 def markdown(runs: list[dict[str, Any]]) -> str:
-    """The README's embedding table, one row per measured catalogue size."""
+    """The embedding table of docs/results.md, one row per measured catalogue size."""
     lines = [
         "| tools | weights | export s | index s (cold / warm cache) | query p50 / p95 ms "
         "| 100-word task p50 / p95 ms | peak RSS MB | torch imported |",
@@ -273,7 +273,7 @@ def markdown(runs: list[dict[str, Any]]) -> str:
 
 
 def markdown_quality(result: dict[str, Any]) -> str:
-    """The README's encoder-path table: each path's changes against the regression baseline."""
+    """The encoder-path table of docs/results.md: each path's changes against the regression baseline."""
     lines = [
         "| encoder path | backend | largest change, any metric | recall@5 | ndcg@10 "
         "| largest style change (recall@5) | run s |",

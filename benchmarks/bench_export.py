@@ -97,7 +97,7 @@ def measure(rounds: int = 3) -> dict[str, Any]:
 
 
 def markdown(result: dict[str, Any]) -> str:
-    """The README's table of the two exports."""
+    """The table of docs/results.md of the two exports."""
     lines = [
         "| attention | weights | 100-word task p50 ms | step p50 ms | 1,000 tool texts s "
         "| largest cosine distance to sdpa |",

@@ -117,7 +117,7 @@ def compare(n: int) -> dict[str, object]:
 
 
 def markdown(rows: list[dict[str, object]]) -> str:
-    """The results (``--out`` JSON) as the README's Markdown table."""
+    """The results (``--out`` JSON) as the Markdown table of docs/results.md."""
     lines = [
         "| tools | indexed p50 ms | naive p50 ms | speed-up (total) | equal |",
         "|---:|---:|---:|---:|:---:|",

@@ -78,7 +78,7 @@ def measure(size: int, per_server: int, backend: str, repeat: int) -> dict[str, 
 
 
 def markdown(results: dict[str, Any]) -> str:
-    """The README table of a results file."""
+    """The table of docs/results.md from a results file."""
     lines = [
         "| tools | backend | unchanged set_tools ms | one server re-listed ms "
         "| first +required ms |",

@@ -205,7 +205,7 @@ def measure(rounds: int = 5) -> dict[str, Any]:
 
 
 def markdown(result: dict[str, Any]) -> str:
-    """The README's start-up table."""
+    """The start-up table of docs/results.md."""
     rows = [
         ("`import toolsearch`", f"{result['import_s']:.3f} s", "≤ 0.2 s"),
         (
