@@ -395,8 +395,8 @@ def _one(value: float | None) -> str:
 
 
 def markdown_default(rows: Sequence[dict[str, Any]]) -> str:
-    """The table of docs/results.md of the default backend at scale: build from an empty vector cache,
-    the process's whole peak memory, and latency with query encoding."""
+    """The docs/results.md table of the default backend at scale: build from an empty vector
+    cache, the process's whole peak memory, and latency with query encoding."""
     lines = [
         "| tools | index s (cold cache) | peak RSS MiB | keyword p50 / p95 ms | "
         "natural p50 / p95 ms | 100-word task p50 / p95 ms | re-index 1 tool ms | multi-step |",

@@ -273,7 +273,8 @@ def markdown(runs: list[dict[str, Any]]) -> str:
 
 
 def markdown_quality(result: dict[str, Any]) -> str:
-    """The encoder-path table of docs/results.md: each path's changes against the regression baseline."""
+    """The encoder-path table of docs/results.md: each path's changes against the regression
+    baseline."""
     lines = [
         "| encoder path | backend | largest change, any metric | recall@5 | ndcg@10 "
         "| largest style change (recall@5) | run s |",
