@@ -497,8 +497,8 @@ class PostgresBackend(BaseBackend):
         if not drop:
             return
         with self._write_lock:
-            intent = self._intent or {}
-            self._intent = {n: t for n, t in intent.items() if n not in set(drop)}
+            dropped = set(drop)
+            self._intent = {n: t for n, t in (self._intent or {}).items() if n not in dropped}
 
             def work(conn: psycopg.Connection[Any]) -> int:
                 catalogue = self._enter(conn, partial=True)
