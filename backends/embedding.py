@@ -167,6 +167,9 @@ class EmbeddingBackend(BaseBackend):
         self._names: list[str] = []
         self._matrix: FloatMatrix | None = None
         self._query_vectors: OrderedDict[str, FloatMatrix] = OrderedDict()
+        # searches run in several threads (docs/concurrency.md): the cache is touched under
+        # this lock, queries are encoded outside it
+        self._query_lock = threading.Lock()
         # query text -> (its scores, the tool matrix they are for), see queries_ahead
         self._ahead: dict[str, tuple[FloatMatrix, FloatMatrix]] = {}
         self._pool: ThreadPoolExecutor | None = None
@@ -193,11 +196,14 @@ class EmbeddingBackend(BaseBackend):
             self.encoder, texts, self.cache, progress=self.progress, chunk_size=self.batch_size
         )
 
-    def _query_vector(self, text: str) -> FloatMatrix:
-        cached = self._query_vectors.get(text)
-        if cached is not None:
-            self._query_vectors.move_to_end(text)
-            return cached
+    def query_vector(self, text: str) -> FloatMatrix:
+        """The query's vector, from the query-vector cache where possible; safe from several
+        threads at once (they encode side by side)."""
+        with self._query_lock:
+            cached = self._query_vectors.get(text)
+            if cached is not None:
+                self._query_vectors.move_to_end(text)
+                return cached
         vector: FloatMatrix = self._encode_queries([text])[0]
         self._remember(text, vector)
         return vector
@@ -263,9 +269,10 @@ class EmbeddingBackend(BaseBackend):
 
     def _remember(self, text: str, vector: FloatMatrix) -> None:
         if self.query_cache_size:
-            self._query_vectors[text] = vector
-            if len(self._query_vectors) > self.query_cache_size:
-                self._query_vectors.popitem(last=False)
+            with self._query_lock:
+                self._query_vectors[text] = vector
+                if len(self._query_vectors) > self.query_cache_size:
+                    self._query_vectors.popitem(last=False)
 
     def remember_queries(self, texts: Sequence[str], batch_size: int = 256) -> None:
         """Encode ``texts`` in batches ahead of searching them (many times faster than one at a
@@ -363,7 +370,7 @@ class EmbeddingBackend(BaseBackend):
         if ahead is not None and ahead[1] is matrix:
             scores = ahead[0]
         else:
-            vector = self._query_vector(text)
+            vector = self.query_vector(text)
             if vector.shape[0] != matrix.shape[1]:
                 raise BackendError("embedding: query and tool vectors have different sizes")
             scores = _scores(matrix, vector)

@@ -208,7 +208,6 @@ class _Vectors:
         self._embedding = EmbeddingBackend(**options)
         self.fields = tuple(self._embedding.fields)
         self.name = self._embedding.encoder.name
-        self._lock = threading.Lock()  # searches run in several threads; the cache is shared
 
     def text(self, tool: Tool) -> str:
         return tool_text(tool, self.fields)
@@ -217,19 +216,7 @@ class _Vectors:
         return self._embedding._encode_texts(texts)
 
     def query(self, text: str) -> NDArray[np.float32]:
-        """The query's vector, as the ``embedding`` backend's query-vector cache gives it;
-        the cache is touched under a lock, the encoding runs outside it, so searches in
-        several threads encode side by side."""
-        embedding = self._embedding
-        with self._lock:
-            cached = embedding._query_vectors.get(text)
-            if cached is not None:
-                embedding._query_vectors.move_to_end(text)
-                return cached
-        vector: NDArray[np.float32] = embedding._encode_queries([text])[0]
-        with self._lock:
-            embedding._remember(text, vector)
-        return vector
+        return self._embedding.query_vector(text)
 
     def describe(self) -> dict[str, object]:
         return self._embedding.params()
@@ -277,7 +264,7 @@ class PostgresBackend(BaseBackend):
         namespace: str = "default",
         schema: str = "toolsearch",
         min_pool: int = 1,
-        max_pool: int = 4,
+        max_pool: int = 8,
         statement_timeout: float = 30.0,
         connect_timeout: float = 10.0,
         connect_options: Mapping[str, Any] | None = None,

@@ -64,7 +64,7 @@ class ConnectionSettings:
 
     conninfo: str
     min_pool: int = 1
-    max_pool: int = 4
+    max_pool: int = 8
     statement_timeout: float = 30.0
     connect_timeout: float = 10.0
     connect_options: Mapping[str, str] = field(default_factory=dict)

@@ -210,7 +210,7 @@ def test_the_backend_applies_an_adapter(tmp_path: Path) -> None:
     fresh = EmbeddingBackend(encoder=HashingEncoder(dim=64), cache_dir=None, query_adapter=path)
     fresh.remember_queries(["chat message", "read a file"])  # batched: the same vectors
     batched = fresh._query_vectors["chat message"]
-    assert np.allclose(batched, adapted._query_vector("chat message"), atol=1e-6)
+    assert np.allclose(batched, adapted.query_vector("chat message"), atol=1e-6)
 
 
 def test_an_adapter_of_another_encoder_or_size_is_refused(tmp_path: Path) -> None:
