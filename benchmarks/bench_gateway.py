@@ -46,6 +46,7 @@ import argparse
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -378,15 +379,21 @@ class Fleet:
         replica = self.spawn(namespace)
         return replica, wait_ready(replica.url, replica.started, self.pool)
 
-    def logs(self) -> dict[str, list[str]]:
-        """Lines of the replicas' logs that look like failures, by log file."""
+    def logs(self) -> dict[str, dict[str, int]]:
+        """The replicas' log lines that look like failures, by log file: each distinct line
+        (digits and temporary paths blanked) with how often it came."""
         found = {}
         for log in sorted(self.workdir.glob("replica-*.log")):
             lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
-            bad = [ln for ln in lines if _looks_bad(ln)]
-            if bad:
-                found[log.name] = bad[:20]
+            shapes = Counter(_shape(line) for line in lines if _looks_bad(line))
+            if shapes:
+                found[log.name] = dict(shapes.most_common(10))
         return found
+
+
+def _shape(line: str) -> str:
+    line = re.sub(r"/tmp/[^\s\"']+", "/tmp/…", line)
+    return re.sub(r"\d+", "N", line)[:240]
 
 
 def _looks_bad(line: str) -> bool:
@@ -840,7 +847,7 @@ TARGETS = (
     Target("load", "`call_tool` p95 while searching / quiet", "≤ 2", _calls),
     Target(
         "outage",
-        "15 s outage: failed searches that are a readable error result",
+        "PostgreSQL outage: failed searches that are a readable error result",
         "all",
         _outage_errors,
     ),

@@ -65,7 +65,7 @@ def test_the_table_has_a_row_per_target_and_marks_the_missed_ones() -> None:
     assert failed == [
         "gateway throughput / library's, same searches",
         "gateway search p99 / p50",
-        "15 s outage: failed searches that are a readable error result",
+        "PostgreSQL outage: failed searches that are a readable error result",
     ]
 
 
