@@ -12,7 +12,8 @@ localhost and authenticate. :class:`HttpSecurity` holds the rules for one listen
   ``--allow-origin`` value;
 - ``Authorization: Bearer <token>`` must carry the token whenever one is configured, and one is
   required unless the address is loopback. A token is printable ASCII (what an HTTP header
-  carries unchanged); tokens are compared in constant time, as bytes.
+  carries unchanged); tokens are compared in constant time, as bytes;
+- what passes is then bounded in MCP sessions per client (:mod:`toolsearch.mcp.http_sessions`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from toolsearch.errors import ConfigError
+from toolsearch.mcp.http_sessions import SessionLimits
 
 __all__ = [
     "MIN_TOKEN_LENGTH",
@@ -236,10 +238,13 @@ def _is_unspecified(host: str) -> bool:
 
 
 class SecurityMiddleware:
-    """An ASGI middleware refusing every HTTP request :meth:`HttpSecurity.check` refuses."""
+    """An ASGI middleware refusing every HTTP request :meth:`HttpSecurity.check` refuses; the
+    requests it lets in pass :class:`~toolsearch.mcp.http_sessions.SessionLimits`, which bounds
+    the MCP sessions each client keeps, before they reach ``app``."""
 
     def __init__(self, app: App, security: HttpSecurity) -> None:
-        self.app = app
+        self.sessions = SessionLimits(app)
+        self.app: App = self.sessions
         self.security = security
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
