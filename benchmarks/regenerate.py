@@ -7,8 +7,8 @@
     python -m benchmarks.regenerate --list               # the registry
 
 The registry (:data:`REGISTRY`) lists each results file with the command that regenerates it
-and the tables rendered from it. The tables live in docs/results.md (every one) and README.md
-(the headline); a table sits between two markers::
+and the tables rendered from it. The tables live in docs/results.md (every one), README.md (the
+headline) and docs/postgres.md (its load benchmarks); a table sits between two markers::
 
     <!-- table:NAME -->
     ...generated, never edited by hand...
@@ -46,8 +46,9 @@ RESULTS = ROOT / "benchmarks" / "results"
 LAB_RESULTS = ROOT / "lab" / "results"
 README = ROOT / "README.md"
 RESULTS_PAGE = ROOT / "docs" / "results.md"
-#: The pages holding generated tables.
-PAGES = (RESULTS_PAGE, README)
+#: The pages holding generated tables: every table is on the results page, and some also
+#: where their subject is described.
+PAGES = (RESULTS_PAGE, README, ROOT / "docs" / "postgres.md")
 
 #: Renders a results JSON (already parsed) as Markdown.
 Render = Callable[[Any], str]
@@ -260,6 +261,11 @@ REGISTRY: tuple[Result, ...] = (
         "python -m benchmarks.bench_postgres --only load --tools 100000 --replicas 4 "
         "--clients 32 --duration 30 --out benchmarks/results/bench_postgres.json",
         {"bench_postgres": script_table("bench_postgres")},
+    ),
+    Result(
+        "bench_gateway",
+        "python -m benchmarks.bench_gateway --out benchmarks/results/bench_gateway.json",
+        {"bench_gateway": script_table("bench_gateway")},
     ),
     Result(
         "bench_server_words",

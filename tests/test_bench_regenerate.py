@@ -16,7 +16,7 @@ from benchmarks.tables import headline_table, significance_summary, style_table
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize("page", ["docs/results.md", "README.md"])
+@pytest.mark.parametrize("page", ["docs/results.md", "README.md", "docs/postgres.md"])
 def test_published_tables_match_the_committed_json(page: str) -> None:
     assert regen.stale(ROOT / page) == [], (
         f"{page} tables differ from their results JSON: run `python -m benchmarks.regenerate "
@@ -28,7 +28,7 @@ def test_every_registered_table_is_on_the_results_page() -> None:
     text = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
     shown = {name for name, _, _ in regen.blocks(text)}
     assert shown == set(regen.tables())
-    assert regen.PAGES == (ROOT / "docs" / "results.md", ROOT / "README.md")
+    assert regen.PAGES[:2] == (ROOT / "docs" / "results.md", ROOT / "README.md")
 
 
 def test_results_go_to_their_folder_and_commands_run_here() -> None:
