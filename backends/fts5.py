@@ -544,6 +544,8 @@ class FTS5Backend(BaseBackend):
         hashes = {tool.name: tool.content_hash() for tool in unique}
         try:
             with self._transaction():
+                if not replace_all:  # index() makes the file this catalogue's again
+                    self._check_owner()
                 stored = self._stored_hashes(None if replace_all else list(hashes))
                 changed = [tool for tool in unique if stored.get(tool.name) != hashes[tool.name]]
                 removals = [name for name in stored if name not in hashes] if replace_all else []
@@ -573,6 +575,7 @@ class FTS5Backend(BaseBackend):
         if drop:
             try:
                 with self._transaction():
+                    self._check_owner()
                     self._write([], drop)
                     generation = self._meta("generation")
             except sqlite3.Error as exc:
@@ -630,8 +633,8 @@ class FTS5Backend(BaseBackend):
                 conn.execute("COMMIT")
 
     def _check_owner(self) -> None:
-        """Fail, rather than answer from rows this backend did not write, when another writer
-        has replaced the catalogue it indexed (inside the search's read transaction).
+        """Fail, rather than answer from (or update) rows this backend did not write, when
+        another writer has replaced the catalogue it indexed (inside a transaction).
 
         Each change to the file stores a new ``generation``. While it is the one this backend
         left, nothing else has written; when it differs, the stored content hashes are

@@ -139,6 +139,10 @@ def test_a_catalogue_replaced_by_another_writer_is_an_error_not_empty_results(
     for engine in (first, same):
         with pytest.raises(BackendError, match="no longer holds this index's catalogue"):
             engine.search("issue")
+    with pytest.raises(BackendError, match="no longer holds"):  # nor updated as if it were
+        first.backend.upsert([Tool("mcp__gh__reopen_issue", "Reopen an issue")])
+    with pytest.raises(BackendError, match="no longer holds"):
+        first.backend.remove(["mcp__gh__close_issue"])
     with FTS5Backend(path=path) as reader:  # a reader that never indexed is not affected
         assert [h.name for h in reader.search(parse_query("post"), 5)] == ["mcp__slack__post"]
 
