@@ -877,9 +877,11 @@ def markdown(results: Mapping[str, Any]) -> str:
     c = results.get("config", {})
     head = (
         f"{c.get('replicas')} replicas x {c.get('clients')} clients, {c.get('tools'):,} tools "
-        f"a replica (encoder {c.get('encoder')}), {c.get('duration')} s a load run; churn: "
+        f"a replica (encoder {c.get('encoder')}), {c.get('duration')} s a load run, PostgreSQL "
+        f"down {c.get('outage')} s; churn: "
         f"2 x {c.get('static_tools'):,} static tools, {c.get('churn_tools')} re-described "
-        "every 0.1 s"
+        f"every 0.1 s; commit {c.get('commit')}, {c.get('cpus')} CPUs shared by the replicas, "
+        "their MCP servers, PostgreSQL and the clients"
     )
     lines = [head, "", "| part | measure | target | measured | pass |", "|---|---|---|---|---|"]
     for target, ok, text in verdicts(results):
@@ -973,6 +975,14 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
+def _commit() -> str | None:
+    """The checkout's commit (the gateway measured), when this is a git checkout."""
+    found = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    )
+    return found.stdout.strip() or None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _arguments(argv)
     if args.worker is not None:
@@ -996,7 +1006,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "only",
             )
         }
-        | {"command": command.strip()}
+        | {"command": command.strip(), "commit": _commit(), "cpus": os.cpu_count()}
     }
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="toolsearch-gateway-bench-") as folder:
