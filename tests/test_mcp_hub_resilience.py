@@ -178,7 +178,7 @@ async def test_calls_do_not_wait_behind_an_index_update() -> None:
 async def test_removal_notices_are_bounded_and_kept_per_session(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(toolsearch.mcp.hub, "MAX_CHANGES", 40)
+    monkeypatch.setattr(toolsearch.mcp.hub, "MAX_CHANGES", 5)
     servers = {"names": churning("--tools", "200", "--interval", "0.02", "--mode", "rename")}
     async with hub_for(servers) as hub:
         assert await hub.wait_ready(timeout=30)
@@ -186,8 +186,8 @@ async def test_removal_notices_are_bounded_and_kept_per_session(
         first = await gateway.search({"query": "widget"}, session="a")
         await gateway.search({"query": "widget"}, session="b")
         assert first.structured_content is not None and first.structured_content["tools"]
-        assert await hub.wait_until(lambda h: h.change_count > 50, timeout=60)
-        assert len(hub.changes) == 40
+        assert await hub.wait_until(lambda h: h.change_count > 8, timeout=60)
+        assert len(hub.changes) == 5
         for session in ("a", "b"):  # each session hears of the removals once
             result = await gateway.search({"query": "widget"}, session=session)
             record = result.structured_content

@@ -74,6 +74,9 @@ MAX_LIST_PAGES = 1000
 _STDERR_TAIL_LINES = 5
 _STDERR_TAIL_BYTES = 8192
 _LISTEN_BACKOFF = (0.5, 1.0, 2.0, 5.0)
+#: Seconds between two listings of one server: its change notifications coalesce into one
+#: listing at most this often (docs/concurrency.md).
+RELIST_INTERVAL = 0.5
 
 
 def require_sdk() -> None:
@@ -472,17 +475,22 @@ class McpServerConnection:
                 task_status.started()
 
     async def _relist_loop(self, client: Client) -> None:
+        """Re-list on change notifications: one listing for any number of them, and at most
+        one every :data:`RELIST_INTERVAL` seconds, so a server that announces changes all the
+        time costs its gateway a few listings a second."""
         while True:
             await self._dirty.wait()
             self._dirty = anyio.Event()
+            started = anyio.current_time()
             try:
                 with anyio.fail_after(self.call_timeout):
                     tools = await self._list_tools(client)
             except Exception as exc:
                 reason = self.config.redact(str(exc))
                 logger.warning("MCP server %r: re-listing tools failed: %s", self.name, reason)
-                continue
-            self._set("connected", tools=tools)
+            else:
+                self._set("connected", tools=tools)
+            await anyio.sleep(max(0.0, started + RELIST_INTERVAL - anyio.current_time()))
 
     async def _list_tools(self, client: Client) -> tuple[Tool, ...]:
         raw: list[dict[str, Any]] = []
