@@ -147,4 +147,9 @@ async def test_idle_sessions_end_and_busy_ones_are_never_replaced(
             refused = await initialize(client, url)
             assert refused.status_code == 429 and refused.headers["retry-after"] == "5"
             assert "Too many open sessions from this client" in refused.text
+            # A request of a protocol without sessions opens none, so it is not limited.
+            modern = {**ACCEPT, "mcp-protocol-version": "2026-07-28"}
+            discover = {"jsonrpc": "2.0", "id": 3, "method": "server/discover", "params": {}}
+            answered = await client.post(url, json=discover, headers=modern)
+            assert answered.status_code != 429 and "mcp-session-id" not in answered.headers
         assert limits.open_sessions("127.0.0.1") == 2

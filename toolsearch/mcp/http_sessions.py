@@ -40,6 +40,7 @@ Send = Callable[[Message], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 _SESSION_HEADER = b"mcp-session-id"
+_VERSION_HEADER = b"mcp-protocol-version"
 #: The request headers a closing DELETE carries over from the request that opened the session.
 _KEPT_HEADERS = (b"host", b"authorization")
 
@@ -113,6 +114,9 @@ class SessionLimits:
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
         self._by_client: dict[str, OrderedDict[str, None]] = {}
         self._opening: dict[str, int] = {}
+        from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+        self._handshake_versions = frozenset(HANDSHAKE_PROTOCOL_VERSIONS)
 
     def open_sessions(self, client: str | None = None) -> int:
         """How many sessions are open (of ``client``, when given)."""
@@ -125,13 +129,18 @@ class SessionLimits:
             await self.app(scope, receive, send)
             return
         session_id = _header(scope, _SESSION_HEADER)
-        if session_id is None:
-            if scope.get("method") == "POST":
-                await self._open(scope, receive, send)
-            else:
-                await self.app(scope, receive, send)
-            return
-        await self._use(session_id, scope, receive, send)
+        if session_id is not None:
+            await self._use(session_id, scope, receive, send)
+        elif scope.get("method") == "POST" and self._may_open(scope):
+            await self._open(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
+
+    def _may_open(self, scope: Scope) -> bool:
+        """Whether a request without a session id may open one: it speaks a handshake-era
+        protocol version, or names none (``initialize``); later protocols keep no sessions."""
+        version = _header(scope, _VERSION_HEADER)
+        return version is None or version in self._handshake_versions
 
     # -- opening ------------------------------------------------------------------------
 
