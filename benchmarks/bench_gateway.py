@@ -168,10 +168,10 @@ def _await_go(spec: Mapping[str, Any]) -> dict[str, Any]:
         time.sleep(0.01)
     timing = json.loads(Path(spec["go"]).read_text(encoding="utf-8"))
     time.sleep(max(0.0, timing["start"] - time.time()))
-    return {**spec, **timing}
+    return {**spec, **timing, "cpu0": time.process_time()}
 
 
-def _mcp_worker(spec: Mapping[str, Any]) -> list[list[Any]]:
+def _mcp_worker(spec: Mapping[str, Any]) -> tuple[list[list[Any]], float]:
     import anyio
     import mcp  # noqa: F401  (imported before the phase starts)
 
@@ -185,10 +185,10 @@ def _mcp_worker(spec: Mapping[str, Any]) -> list[list[Any]]:
                 tasks.start_soon(work, spec, client * 7, records)
 
     anyio.run(main)
-    return records
+    return records, time.process_time() - spec["cpu0"]
 
 
-def _library_worker(spec: Mapping[str, Any]) -> list[list[Any]]:
+def _library_worker(spec: Mapping[str, Any]) -> tuple[list[list[Any]], float]:
     """The same searches through ``ToolSearch`` in this process, one thread per client."""
     from toolsearch.engine import ToolSearch
 
@@ -218,18 +218,39 @@ def _library_worker(spec: Mapping[str, Any]) -> list[list[Any]]:
         thread.start()
     for thread in threads:
         thread.join()
+    cpu = time.process_time() - spec["cpu0"]
     close = getattr(engine.backend, "close", None)
     if close is not None:
         close()
-    return records
+    return records, cpu
 
 
 def worker_main(spec_path: Path) -> None:
-    """``--worker SPEC``: run the worker the JSON file describes, write its records."""
+    """``--worker SPEC``: run the worker the JSON file describes, write its records and the
+    CPU seconds it used during the phase."""
     spec = json.loads(spec_path.read_text(encoding="utf-8"))
     run = _library_worker if spec["kind"] == "library" else _mcp_worker
-    records = run(spec)
-    Path(spec["out"]).write_text(json.dumps(records), encoding="utf-8")
+    records, cpu = run(spec)
+    Path(spec["out"]).write_text(json.dumps({"records": records, "cpu_s": cpu}), "utf-8")
+
+
+def machine_cpu() -> tuple[float, float]:
+    """Busy and total CPU time of the machine so far (``/proc/stat``; zeros elsewhere)."""
+    try:
+        fields = [float(v) for v in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+    except OSError:
+        return 0.0, 0.0
+    idle = fields[3] + fields[4]  # idle, iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds a process used so far (``/proc/<pid>/stat``; 0 elsewhere or once gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (float(fields[11]) + float(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 @dataclass
@@ -239,7 +260,10 @@ class Workers:
     workdir: Path
     running: list[tuple[subprocess.Popen[bytes], Path]] = field(default_factory=list)
     until: float = 0.0
+    #: CPU use during the phase: the workers' CPU seconds, and how busy the machine was.
+    usage: dict[str, float] = field(default_factory=dict)
     _go: Path = field(init=False)
+    _machine: tuple[float, float] = (0.0, 0.0)
 
     def __post_init__(self) -> None:
         self._go = self.workdir / f"go-{uuid.uuid4().hex[:8]}.json"
@@ -267,11 +291,15 @@ class Workers:
         ready = self._go.with_suffix(".tmp")
         ready.write_text(json.dumps({"start": start, "until": self.until}), encoding="utf-8")
         ready.rename(self._go)
+        self._machine = machine_cpu()
         return start, self.until
 
     def collect(self) -> list[list[list[Any]]]:
         """Each worker's records, in launch order (a worker past its time is killed)."""
-        found = []
+        time.sleep(max(0.0, self.until - time.time()))
+        busy, total = (b - a for b, a in zip(machine_cpu(), self._machine, strict=True))
+        self.usage = {"machine_busy": round(busy / total, 2) if total else math.nan}
+        found, cpu = [], 0.0
         for process, out in self.running:
             try:
                 process.wait(max(1.0, self.until - time.time()) + SEARCH_TIMEOUT + 30)
@@ -280,7 +308,10 @@ class Workers:
                 process.wait()
             if not out.exists():
                 raise RuntimeError(f"a worker failed ({process.returncode}): {self._tail(out)}")
-            found.append(json.loads(out.read_text(encoding="utf-8")))
+            written = json.loads(out.read_text(encoding="utf-8"))
+            found.append(written["records"])
+            cpu += written["cpu_s"]
+        self.usage["workers_cpu_s"] = round(cpu, 1)
         self.running = []
         return found
 
@@ -504,7 +535,9 @@ def run_load(fleet: Fleet, duration: float, expect: Mapping[str, list[str]]) -> 
         gateway.launch(_search_spec(fleet, replica.url, expect=expect))
     gateway.launch(_call_spec(fleet.replicas[0].url))
     window = gateway.go(duration)
+    cpu = sum(process_cpu(r.process.pid) for r in fleet.replicas)
     *searched, called = gateway.collect()
+    cpu = sum(process_cpu(r.process.pid) for r in fleet.replicas) - cpu
 
     options = backend_options(f"{fleet.namespace}-library", fleet.encoder)
     options["url"] = fleet.database.url
@@ -515,8 +548,9 @@ def run_load(fleet: Fleet, duration: float, expect: Mapping[str, list[str]]) -> 
             {**spec, "kind": "library", "tools": fleet.tools, "backend_options": options}
         )
     lib_window = library.go(duration)
-    direct = summarise(_flat(library.collect()), *lib_window)
-    through = summarise(_flat(searched), *window)
+    direct = summarise(_flat(library.collect()), *lib_window) | library.usage
+    through = summarise(_flat(searched), *window) | gateway.usage
+    through["replicas_cpu_s"] = round(cpu, 1)
     return {
         "gateway": through,
         "library": direct,
@@ -666,7 +700,7 @@ def run_replicas(fleet: Fleet, expect: Mapping[str, list[str]]) -> dict[str, Any
     doomed, _ = event("start another", fleet.start)
     event("kill it (SIGKILL)", doomed.kill)
     event("kill the first replica (SIGKILL)", fleet.replicas[0].kill)
-    until = time.time()
+    until = workers.until = time.time()  # the phase ends here, not at its 600 s bound
     stop.touch()
     searched = summarise(_flat(workers.collect()), start, until)
     fleet.replicas = others
@@ -744,8 +778,10 @@ def run_churn(
                 }
             )
             start, until = workers.go(duration)
+            cpu = process_cpu(replica.process.pid)
             records = _flat(workers.collect())
-            phases[phase] = summarise(records, start, until)
+            phases[phase] = summarise(records, start, until) | workers.usage
+            phases[phase]["gateway_cpu_s"] = round(process_cpu(replica.process.pid) - cpu, 1)
             phases[phase]["select_missing"] = sum(
                 1 for r in records if r[2] != "ok" and str(r[3]).startswith("select:")
             )
