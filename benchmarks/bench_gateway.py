@@ -76,6 +76,10 @@ CHURN_SERVER = HERE / "servers" / "churn.py"
 
 #: A query the ``fast`` server's tools answer (the catalogue's queries never name them).
 FAST_QUERY = "fast"
+#: The word naming the re-described server's tools, and the query finding them.
+SLOW_WORD = "zorblax"
+#: A query that finds each server's tools, for the outage's recovery probes.
+PROBES = {"bench": QUERIES[0], "fast": FAST_QUERY, "slow-churn": SLOW_WORD}
 #: Statuses of one search: answered as expected, answered otherwise, a static server reported
 #: pending, an error result, a protocol error (an exception in the client), no connection.
 ANSWERED = ("ok", "differs", "pending")
@@ -90,8 +94,10 @@ def _text(result: Any) -> str:
     return " ".join(getattr(block, "text", "") for block in result.content)
 
 
-def _status(result: Any, query: str, expect: Mapping[str, list[str]], watch: set[str]) -> Any:
-    """(status, detail) of one ``search_tools`` answer; the detail names the query."""
+def _status(result: Any, query: str, expect: Mapping[str, Any], watch: set[str]) -> Any:
+    """(status, detail) of one ``search_tools`` answer; the detail names the query. ``expect``
+    maps a query to its expected names, or to the prefix every name must have (a server whose
+    tools change: any of its tools, in any order)."""
     if result.is_error:
         return "error", _text(result)[:300] or None
     record = result.structured_content or {}
@@ -100,7 +106,10 @@ def _status(result: Any, query: str, expect: Mapping[str, list[str]], watch: set
     if pending:
         return "pending", f"{query}: pending {pending}"
     wanted = expect.get(query)
-    if wanted is not None and names != wanted:
+    if isinstance(wanted, str):
+        if not names or not all(name.startswith(wanted) for name in names):
+            return "differs", f"{query}: {names[:3]} not all {wanted}*"
+    elif wanted is not None and names != wanted:
         missing = [n for n in wanted if n not in names]
         return "differs", f"{query}: missing {missing[:3]} of {len(wanted)}" if missing else (
             f"{query}: reordered"
@@ -347,7 +356,7 @@ def _listings(tools: int) -> dict[str, list[dict[str, Any]]]:
             for t in served_tools(tools)
         ],
         "fast": [listed(t) for t in Churn("fast", 20).tools()],
-        "slow-churn": [listed(t) for t in Churn("slow", 20).tools()],
+        "slow-churn": [listed(t) for t in Churn(SLOW_WORD, 20).tools()],
     }
 
 
@@ -362,7 +371,7 @@ def fleet_config(tools: int, workdir: Path) -> Path:
         },
         "slow-churn": {
             "command": python,
-            "args": [str(CHURN_SERVER), "--prefix", "slow", "--tools", "20", "--period", "2"],
+            "args": [str(CHURN_SERVER), "--prefix", SLOW_WORD, "--tools", "20", "--period", "2"],
         },
     }
     path = workdir / "fleet.json"
@@ -614,11 +623,11 @@ def run_outage(fleet: Fleet, outage: float, expect: Mapping[str, list[str]]) -> 
     """Searches while PostgreSQL is down for ``outage`` seconds, recovery, and a rebuild."""
     postmaster = Postmaster(fleet.database.url)
     workers = Workers(fleet.workdir)
+    wanted = {**expect, SLOW_WORD: "mcp__slow-churn__"}
     for replica in fleet.replicas:
         workers.launch(_search_spec(fleet, replica.url, expect=expect))
-        # per server: one client searching only that server's tools
-        for query in (QUERIES[0], FAST_QUERY):
-            spec = _search_spec(fleet, replica.url, expect=expect)
+        for query in PROBES.values():  # one client a server, searching only its tools
+            spec = _search_spec(fleet, replica.url, expect=wanted)
             workers.launch({**spec, "clients": 1, "queries": [query]})
     workers.launch(_call_spec(fleet.replicas[0].url))
     start, until = workers.go(10 + outage + 20)
@@ -631,14 +640,19 @@ def run_outage(fleet: Fleet, outage: float, expect: Mapping[str, list[str]]) -> 
     *groups, called = workers.collect()
     searched = _flat(groups)
     errors = [r for r in searched if r[2] in ("error", "protocol")]
-    probes = [g for i, g in enumerate(groups) if i % 3]
+    # each replica's workers: its clients, then one probe a server
+    recovered = {
+        server: max(recovery(g, up_at) for g in groups[1 + i :: 1 + len(PROBES)])
+        for i, server in enumerate(PROBES)
+    }
     return {
         "searches": summarise(searched, start, until),
         "failed_searches": len(errors),
         "readable_errors": sum(1 for r in errors if r[2] == "error" and _readable(r[3])),
         "protocol_errors": sum(1 for r in searched if r[2] in ("protocol", "connect")),
         "wrong_answers": sum(1 for r in searched if r[2] in ("differs", "pending")),
-        "recovered_within_s": max(recovery(g, up_at) for g in probes),
+        "recovered_within_s": max(recovered.values()),
+        "recovered_by_server_s": recovered,
         "stopped_for_s": round(up_at - down_at, 1),
         "calls": summarise(called, down_at, up_at),
         **after_outage(fleet, expect),
