@@ -20,6 +20,7 @@ the package. Needs the ``embedding`` extra (PyTorch) and the public datasets
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import shutil
@@ -157,9 +158,12 @@ def cached_model(
     return folder
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     """Install the model the recipe trains on all three datasets (from the cache, where
-    ``metadata_pairs.py`` also looks for it, else trained now) as the shipped model."""
+    ``metadata_pairs.py`` also looks for it, else trained now) as the shipped model.
+
+    It takes no options; ``--help`` says what it does instead of starting to train."""
+    argparse.ArgumentParser(description=(main.__doc__ or "").split("\n\n")[0]).parse_args(argv)
     trained = cached_model(DATASETS, "all")
     if SHIPPED_MODEL_PATH.exists():
         shutil.rmtree(SHIPPED_MODEL_PATH)

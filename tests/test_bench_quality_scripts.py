@@ -291,8 +291,11 @@ def test_the_shipped_model_is_installed_from_the_trained_cache(
     asked: list[tuple[object, ...]] = []
     monkeypatch.setattr(tuned, "cached_model", lambda *a: asked.append(a) or trained)
     monkeypatch.setattr(tuned, "SHIPPED_MODEL_PATH", shipped)
-    assert tuned.main() == 0
+    assert tuned.main([]) == 0
     assert asked == [(tuned.DATASETS, "all")]
+    with pytest.raises(SystemExit) as help_asked:
+        tuned.main(["--help"])
+    assert help_asked.value.code == 0 and len(asked) == 1  # --help trains nothing
     assert (shipped / "model.safetensors").read_bytes() == b"weights"
     assert not (shipped / "stale.bin").exists()
     card = (shipped / "README.md").read_text(encoding="utf-8")
