@@ -2,7 +2,7 @@
 "Load benchmark").
 
     python -m benchmarks.bench_gateway                       # the full run (3 replicas x 16
-                                                             # clients, about 7 minutes)
+                                                             # clients, about 5 minutes)
     python -m benchmarks.bench_gateway --replicas 2 --clients 4 --duration 10   # a smoke run
     python -m benchmarks.bench_gateway --only churn
 
@@ -17,13 +17,14 @@ itself. Parts (``--only`` picks some):
               threads each, run the same searches through ``ToolSearch`` with the ``postgres``
               backend. Throughput ratio, p50/p99, errors. Meanwhile one client calls a ``fast``
               tool (``call_tool``) every 50 ms: its p95 while the others search against its
-              p95 with nobody searching.
+              p95 with nobody searching (and, for comparison, while the library searches).
 ``outage``    The clients search while PostgreSQL is stopped at once (``pg_ctl stop -m
-              immediate``) a third of the way in and started again 15 s later: every failed
+              immediate``) 10 s in and started again ``--outage`` (15) s later: every failed
               search must be a readable error result (no protocol error, no silently wrong
-              answer); how long after the restart each replica answers searches of each server
-              again; afterwards every replica's answers must equal those of a replica that built
-              the index from scratch in a new namespace, and no server may have been dropped.
+              answer); how long after the restart one client a server and replica, searching
+              only that server's tools, is answered as before; afterwards every replica's
+              answers must equal those of a replica that built the index from scratch in a new
+              namespace, and no server may have been dropped.
 ``replicas``  The clients of all replicas but the first search while a new replica starts, is
               stopped (SIGTERM), another starts and is killed (SIGKILL), and the first replica
               is killed: every answer of the others must equal its answer before.
@@ -533,7 +534,8 @@ def _call_spec(url: str) -> dict[str, Any]:
 
 
 def run_load(fleet: Fleet, duration: float, expect: Mapping[str, list[str]]) -> dict[str, Any]:
-    """The call prober alone, then with the gateway searches, then the library's searches."""
+    """The call prober alone, then with the gateway searches, then the library's searches
+    (the prober goes on: its replica idle, the machine as busy)."""
     prober = Workers(fleet.workdir)
     prober.launch(_call_spec(fleet.replicas[0].url))
     quiet_window = prober.go(max(10.0, duration / 3))
@@ -556,8 +558,10 @@ def run_load(fleet: Fleet, duration: float, expect: Mapping[str, list[str]]) -> 
         library.launch(
             {**spec, "kind": "library", "tools": fleet.tools, "backend_options": options}
         )
+    library.launch(_call_spec(fleet.replicas[0].url))  # an idle replica on a busy machine
     lib_window = library.go(duration)
-    direct = summarise(_flat(library.collect()), *lib_window) | library.usage
+    *direct_records, called_aside = library.collect()
+    direct = summarise(_flat(direct_records), *lib_window) | library.usage
     through = summarise(_flat(searched), *window) | gateway.usage
     through["replicas_cpu_s"] = round(cpu, 1)
     return {
@@ -568,6 +572,7 @@ def run_load(fleet: Fleet, duration: float, expect: Mapping[str, list[str]]) -> 
         else None,
         "call_quiet": summarise(quiet, *quiet_window),
         "call_loaded": summarise(called, *window),
+        "call_while_library_searches": summarise(called_aside, *lib_window),
     }
 
 
