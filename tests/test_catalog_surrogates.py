@@ -42,7 +42,7 @@ def test_a_catalogue_line_with_a_lone_surrogate_is_an_error_naming_it(tmp_path: 
         (
             '{"name": "x", "inputSchema": {"properties": {"p\\udfff": {}}}}',
             "inputSchema.properties",
-        ),  # noqa: E501
+        ),
         ('{"name": "x", "parameters": {"enum": ["a", "\\udfff"]}}', "parameters.enum[1]"),
         ('{"name": "x", "vendor": {"note": "\\udfff"}}', "vendor.note"),
     ],
