@@ -9,6 +9,7 @@ facts, not timing guesses.
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -26,7 +27,7 @@ from toolsearch.backends.keyword import KeywordBackend
 from toolsearch.errors import BackendError
 from toolsearch.mcp.config import parse_mcp_config
 from toolsearch.mcp.gateway import MAX_REMOVED_NOTICES, Gateway
-from toolsearch.mcp.hub import McpHub
+from toolsearch.mcp.hub import SEARCH_NICE, McpHub
 from toolsearch.query import ParsedQuery
 from toolsearch.tool import Tool
 
@@ -156,6 +157,23 @@ async def test_calls_do_not_wait_behind_a_search() -> None:
             gate.set()
         assert called.text == "notes_create done"
         assert still_searching
+
+
+async def test_searches_run_at_a_lower_cpu_priority_than_the_event_loop() -> None:
+    seen: list[int] = []
+
+    class Recording(KeywordBackend):
+        def search(self, query: ParsedQuery, k: int) -> list[Any]:
+            seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+            return super().search(query, k)
+
+    async with hub_for({"notes": support.stdio("changing")}, backend=Recording()) as hub:
+        assert await hub.wait_ready(timeout=30)
+        loop_nice = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        found = await hub.asearch("create a note")
+        assert found.names[0] == "mcp__notes__notes_create"
+        assert seen and all(nice == min(19, loop_nice + SEARCH_NICE) for nice in seen)
+        assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == loop_nice
 
 
 async def test_calls_do_not_wait_behind_an_index_update() -> None:
