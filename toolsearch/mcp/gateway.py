@@ -168,15 +168,12 @@ def _found_payload(
 
 
 def _session_key(ctx: Any) -> Hashable:
-    """Who is asking: the HTTP ``Mcp-Session-Id`` when there is one, else the connection's
-    session object (stdio: the one client)."""
-    request = getattr(ctx, "request", None)
-    headers = getattr(request, "headers", None)
-    if headers is not None:
-        session_id = headers.get("mcp-session-id")
-        if session_id:
-            return str(session_id)
-    return id(ctx.session)
+    """Who is asking: the HTTP ``Mcp-Session-Id`` when there is one; else ``None``, one place
+    shared by every request without a session (the stdio client, or sessionless HTTP, where
+    a request carries nothing that says which client sent it)."""
+    headers = getattr(getattr(ctx, "request", None), "headers", None)
+    session_id = headers.get("mcp-session-id") if headers is not None else None
+    return str(session_id) if session_id else None
 
 
 class Gateway:
