@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import os
 from collections.abc import Callable, Iterator
@@ -53,6 +54,12 @@ def postgres_server() -> Iterator[PostgresServer]:
 
     with throwaway_server("toolsearch-test-pg-") as (url, restart):
         yield PostgresServer(url, restart)
+        # backends still open release their holdings while the server runs, not at exit
+        from toolsearch.backends.postgres import PostgresBackend
+
+        gc.collect()
+        for backend in [o for o in gc.get_objects() if isinstance(o, PostgresBackend)]:
+            backend.close()
 
 
 @pytest.fixture(scope="session")
