@@ -292,7 +292,7 @@ def test_deny_rules_reach_tools_given_to_create_agent(script: Any) -> None:
     assert results["c1"].content == "sunny"
     assert results["c2"].content == "No such tool available: delete_everything"
     assert results["c3"].content == "noon"
-    assert ran == ["weather Oslo", "time Oslo"]
+    assert sorted(ran) == ["time Oslo", "weather Oslo"]  # the graph runs the calls in parallel
     assert chat.bound[0] == [TOOL_SEARCH_NAME, "get_time"]
     assert chat.bound[1] == [TOOL_SEARCH_NAME, "get_weather", "get_time"]
 
