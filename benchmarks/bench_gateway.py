@@ -664,26 +664,46 @@ def run_outage(fleet: Fleet, outage: float, expect: Mapping[str, list[str]]) -> 
     }
 
 
+def settled(url: str, queries: Sequence[str], limit: float = 30.0) -> dict[str, dict[str, Any]]:
+    """The replica's answers once two rounds a second apart agree (a replica that just
+    listed its servers may still be writing them to the index)."""
+    last = answers(url, queries)
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        time.sleep(1.0)
+        now = answers(url, queries)
+        if all(now[q]["names"] == last[q]["names"] for q in queries):
+            return now
+        last = now
+    return last
+
+
 def after_outage(fleet: Fleet, expect: Mapping[str, list[str]]) -> dict[str, Any]:
     """Every replica's answers against a replica that builds the index from scratch."""
     queries = [*QUERIES, FAST_QUERY, "mcp__slow-churn", "mcp__bench", "mcp__fast"]
     rebuilt, _ = fleet.start(namespace=f"{fleet.namespace}-rebuild-{uuid.uuid4().hex[:6]}")
     try:
-        fresh = answers(rebuilt.url, queries)
+        fresh = settled(rebuilt.url, queries)
     finally:
         rebuilt.stop()
-    unequal: list[str] = []
+    unequal: dict[str, dict[str, list[str]]] = {}
     lost: list[str] = []
     failed: dict[str, str] = {}
     for replica in fleet.replicas:
         now = answers(replica.url, queries)
-        unequal += [q for q in queries if now[q]["names"] != fresh[q]["names"]]
+        for query in queries:
+            if now[query]["names"] != fresh[query]["names"]:
+                unequal[f"{replica.url} {query}"] = {
+                    "replica": now[query]["names"],
+                    "rebuild": fresh[query]["names"],
+                }
         lost += [q for q, names in expect.items() if now[q]["names"] != names]
         failed.update({s: e for a in now.values() for s, e in a["failed"].items()})
     return {
         "answers_unlike_rebuild": len(unequal),
         "answers_unlike_before": len(lost),
-        "queries_unlike": sorted(set(unequal + lost)),
+        "unlike_rebuild": dict(list(unequal.items())[:5]),
+        "queries_unlike_before": sorted(set(lost)),
         "servers_failed_after": failed,
         "pool_after": [answers(r.url, [QUERIES[0]])[QUERIES[0]]["total"] for r in fleet.replicas],
         "pool_rebuilt": fresh[QUERIES[0]]["total"],
