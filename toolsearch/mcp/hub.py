@@ -296,10 +296,11 @@ class McpHub:
         self._changed = anyio.Event()
         self._stack: contextlib.AsyncExitStack | None = None
         self._tasks: anyio.abc.TaskGroup | None = None
-        #: Servers whose latest listing the engine has not applied yet, and tools changed since.
+        #: Servers whose latest listing the engine has not applied yet, and the names of the
+        #: tools changed since (a tool changed by several listings counts once).
         self._unapplied: set[str] = set()
         self._applying: set[str] = set()
-        self._unapplied_tools = 0
+        self._unapplied_tools: set[str] = set()
         #: Connected servers whose tools have been searchable at least once.
         self._searchable: set[str] = set()
         self._dirty = anyio.Event()
@@ -506,7 +507,7 @@ class McpHub:
         self._remember_removed(removed, _why_removed(connection, reason))
         if added or removed or changed or status == "connected":
             self._unapplied.add(connection.name)
-            self._unapplied_tools += len(added) + len(removed) + len(changed)
+            self._unapplied_tools.update(added, removed, changed)
             self._dirty.set()
         self.engine.pending_servers = self._pending()
         if added or removed or changed or reason in ("connected", "failed", "disconnected"):
@@ -553,14 +554,14 @@ class McpHub:
             await self._dirty.wait()
             self._dirty = anyio.Event()
             self._applying, self._unapplied = self._unapplied, set()
-            size, self._unapplied_tools = self._unapplied_tools, 0
+            changed, self._unapplied_tools = self._unapplied_tools, set()
             connected = {n for n in self._applying if self._connections[n].status == "connected"}
             try:
-                await self._apply(self._visible_pool(), size)
+                await self._apply(self._visible_pool(), len(changed))
             except Exception as exc:
                 failures += 1
                 self._unapplied |= self._applying
-                self._index_failed(exc, size)
+                self._index_failed(exc, changed)
                 await anyio.sleep(_RETRY_DELAYS[min(failures, len(_RETRY_DELAYS)) - 1])
                 continue
             finally:
@@ -574,9 +575,9 @@ class McpHub:
             if self._dirty.is_set():  # changes keep coming: let the next ones gather
                 await anyio.sleep(UPDATE_INTERVAL)
 
-    def _index_failed(self, exc: Exception, size: int) -> None:
+    def _index_failed(self, exc: Exception, changed: set[str]) -> None:
         """Keep the failed update for the next attempt and say why, once per new reason."""
-        self._unapplied_tools += size
+        self._unapplied_tools |= changed
         self._dirty.set()
         message = str(exc) or type(exc).__name__
         if message != self.index_error:
