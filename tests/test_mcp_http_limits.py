@@ -4,10 +4,7 @@ pass whole. Over real HTTP, both as SSE streams and as plain JSON bodies."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -34,28 +31,9 @@ def anyio_backend() -> str:
 def hostile(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
     """``hostile`` serving streamable HTTP on 127.0.0.1; yields its URL and the client mode
     that makes it answer with SSE streams (legacy sessions) or with JSON bodies."""
-    script = str(Path(support.HERE) / "hostile.py")
-    flag, mode = ("--http", "legacy") if request.param == "sse" else ("--json-response", "auto")
-    process = subprocess.Popen(
-        [sys.executable, script, flag],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        url = process.stdout.readline().strip()
-        assert url.startswith("http://127.0.0.1:"), url
+    flags, mode = ((), "legacy") if request.param == "sse" else (("--json-response",), "auto")
+    with support.http_server("hostile", *flags) as url:
         yield url, mode
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
-        if process.stdout is not None:
-            process.stdout.close()
 
 
 def _hub(hostile: tuple[str, str], **options: Any) -> McpHub:

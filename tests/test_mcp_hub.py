@@ -7,7 +7,7 @@ here mocks the protocol. Every wait is bounded so a broken server cannot hang th
 from __future__ import annotations
 
 import os
-import subprocess
+import socket
 import sys
 from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
@@ -320,27 +320,15 @@ async def test_legacy_handshake_and_server_level_always_load() -> None:
 @pytest.fixture
 def http_server() -> Iterator[str]:
     """``many_tools`` serving streamable HTTP on 127.0.0.1 (a free port); yields its URL."""
-    script = str(Path(support.HERE) / "many_tools.py")
-    process = subprocess.Popen(
-        [sys.executable, script, "--http"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        url = process.stdout.readline().strip()
-        assert url.startswith("http://127.0.0.1:"), url
+    with support.http_server("many_tools") as url:
         yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
-        if process.stdout is not None:
-            process.stdout.close()
+
+
+def test_a_test_server_listens_before_it_prints_its_url() -> None:
+    # the URL was printed before uvicorn listened: a hub connecting at once was refused
+    with support.http_server("many_tools") as url:
+        port = int(url.rsplit(":", 1)[1].split("/")[0])
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
 
 
 async def test_streamable_http_server(http_server: str) -> None:

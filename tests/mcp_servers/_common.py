@@ -50,6 +50,7 @@ async def _serve_http(server: Server[Any], json_response: bool = False) -> None:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
+    sock.listen(128)  # connections queue from here on, so the printed URL is never early
     app = server.streamable_http_app(host="127.0.0.1", json_response=json_response)
     config = uvicorn.Config(app, log_config=None, log_level="warning", lifespan="on")
     print(f"http://127.0.0.1:{port}/mcp", flush=True)

@@ -7,7 +7,10 @@ a package.
 
 from __future__ import annotations
 
+import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -30,3 +33,29 @@ def gateway_command(config_path: Path | str, *args: str) -> tuple[str, list[str]
     """``(command, args)`` that run ``toolsearch serve --config <path> <args>``."""
     code = "import sys; from toolsearch.cli import main; sys.exit(main())"
     return sys.executable, ["-c", code, "serve", "--config", str(config_path), *args]
+
+
+@contextmanager
+def http_server(script: str, *args: str) -> Iterator[str]:
+    """Run ``tests/mcp_servers/<script>.py --http <args>`` (streamable HTTP on a free
+    127.0.0.1 port) for the block; yields the URL it prints once its socket listens."""
+    process = subprocess.Popen(
+        [sys.executable, str(HERE / f"{script}.py"), "--http", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        url = process.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:"), url
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+        if process.stdout is not None:
+            process.stdout.close()
