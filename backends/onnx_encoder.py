@@ -16,10 +16,11 @@ Beside each export, a small JSON file records its size, modification time and th
 gives two probe texts. A file that does not match its record, fails to load or no longer
 reproduces the probe vectors is reported in a warning and exported again; it is never used.
 
-Texts are encoded longest first in batches of similar length, one batch after another, each
-across ``threads`` ONNX Runtime intra-op threads (default: the usable cores). Bulk encoding is
-as fast as one single-threaded batch per core, and a single text (a long task query) uses
-every core too (docs/speed.md).
+float32 texts are encoded longest first in batches of similar length, one batch after another,
+each across ``threads`` ONNX Runtime intra-op threads (default: the usable cores); int8 texts
+each alone, one per core, since dynamic quantisation scales a run's activations together and a
+text's vector must not depend on its batch. A single text (a long task query) uses every core
+(docs/speed.md).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import sys
 import tempfile
 import threading
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -67,6 +69,9 @@ PRECISIONS: tuple[str, ...] = ("fp32", "int8")
 #: docs/speed.md), and the graph computes attention as plain matrix products ("eager"), so
 #: vectors of an earlier export are never reused.
 SCHEMES: dict[str, str] = {"fp32": "fp32", "int8": "int8-channel-eager"}
+#: How each precision's vectors are made, as named in the vector cache: int8 texts are each
+#: encoded alone, so vectors cached from batches (the scheme's name alone) are never reused.
+_VECTORS: dict[str, str] = {"fp32": "fp32", "int8": "int8-channel-eager-alone"}
 
 #: How the export computes attention (transformers' ``attn_implementation``): "eager", the
 #: plain matrix products and softmax, which ONNX Runtime runs faster than the graph exported
@@ -215,10 +220,10 @@ class OnnxEncoder:
         self.threads = check_positive("threads", threads) if threads is not None else _cores()
         self.file = export_path(onnx_dir, path, precision)
         base = reference_name(model_ref, path)
-        self.name = base if precision == "fp32" else f"onnx-{SCHEMES[precision]}:{base[3:]}"
-        #: Whether a text's vector is the same in any batch: not for int8, whose dynamic
-        #: quantisation scales each batch's activations together (docs/speed.md).
-        self.batch_invariant = precision == "fp32"
+        self.name = base if precision == "fp32" else f"onnx-{_VECTORS[precision]}:{base[3:]}"
+        #: A text's vector is the same in any batch: int8, whose dynamic quantisation would
+        #: scale a batch's activations together, encodes each text alone (docs/speed.md).
+        self.batch_invariant = True
         self._session: Any = None
         self._tokenizer: Any = None
         self._single: Any = None
@@ -275,6 +280,8 @@ class OnnxEncoder:
         tokens = _tokenize(tokenizer, texts)
         lengths = [len(ids) for ids, _ in tokens]
         order = sorted(range(len(texts)), key=lambda i: -lengths[i])
+        if self.precision == "int8" and len(texts) > 1:
+            return self._encode_each(tokens, order)
         batches = _batches(order, lengths, self.batch_size)
 
         pooling = self.layout.pooling
@@ -282,6 +289,25 @@ class OnnxEncoder:
         out = np.empty((len(texts), parts[0].shape[1]), dtype=np.float32)
         for rows, part in zip(batches, parts, strict=True):
             out[rows] = part
+        return out
+
+    def _encode_each(self, tokens: list[tuple[Any, Any]], order: list[int]) -> FloatMatrix:
+        """Each text in a batch of one on a single-threaded session, one text per core
+        (longest first): int8 activations are scaled per run, so a text's vector must not
+        depend on the texts encoded with it."""
+        import numpy as np
+
+        session, _ = self._single_session()
+        pooling = self.layout.pooling
+
+        def one(i: int) -> FloatMatrix:
+            return _run_batch(session, [tokens[i]], pooling)
+
+        with ThreadPoolExecutor(self.threads, thread_name_prefix="onnx-each") as pool:
+            parts = list(pool.map(one, order))
+        out = np.empty((len(tokens), parts[0].shape[1]), dtype=np.float32)
+        for i, part in zip(order, parts, strict=True):
+            out[i] = part[0]
         return out
 
     def encode_alone(self, text: str) -> FloatMatrix:
