@@ -542,7 +542,8 @@ class BM25Backend(BaseBackend):
     ``delta`` (``bm25l`` only), ``epsilon`` (``okapi`` only), ``field_weights`` (integer
     repetitions per field, merged over the defaults), ``engine`` (``"numpy"`` or the
     ``"rank_bm25"`` reference), ``stem`` (Snowball stems, PyStemmer) and ``stopwords`` (drop
-    function words), both applied to tools and queries alike (:mod:`toolsearch.stemming`).
+    function words), both applied to tools and queries alike (:mod:`toolsearch.stemming`) and
+    on by default, as stock BM25 libraries set up English (docs/backends.md).
     """
 
     name: ClassVar[str] = "bm25"
@@ -561,8 +562,8 @@ class BM25Backend(BaseBackend):
         epsilon: float = 0.25,
         field_weights: Mapping[str, int] | None = None,
         engine: str = "numpy",
-        stem: bool = False,
-        stopwords: bool = False,
+        stem: bool = True,
+        stopwords: bool = True,
     ) -> None:
         super().__init__()
         for option, value in (("stem", stem), ("stopwords", stopwords)):

@@ -83,7 +83,7 @@ DEFAULT_MEMBERS: Mapping[str, float] = {
 #: (docs/results.md, "Speed"; ``docs/speed.md``).
 DEFAULT_MEMBER_OPTIONS: Mapping[str, Mapping[str, Any]] = {
     "bm25": {"stem": True, "stopwords": True},
-    "bm25_unstemmed": {"backend": "bm25", "stem": False},
+    "bm25_unstemmed": {"backend": "bm25", "stem": False, "stopwords": False},
     "embedding": {"precision": "int8"},
 }
 #: The fusion functions.

@@ -92,6 +92,7 @@ LAB = frozenset(
         "query_adapter",
         "reranker",
         "server_names",
+        "stock_bm25",
         "training_passes",
     }
 )
@@ -157,6 +158,11 @@ REGISTRY: tuple[Result, ...] = (
         "fine_tune",
         _lab("fine_tune"),
         {"fine_tune": script_table("fine_tune")},
+    ),
+    Result(
+        "stock_bm25",
+        _lab("stock_bm25"),
+        {"stock_bm25": script_table("stock_bm25")},
     ),
     Result(
         "training_passes",

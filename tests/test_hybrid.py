@@ -267,7 +267,11 @@ def test_default_is_convex_fusion_with_name_match_and_multistep() -> None:
     assert DEFAULT_MEMBERS["bm25_unstemmed"] == pytest.approx(9 / 70)
     assert set(DEFAULT_MEMBERS) == {"embedding", "bm25", "bm25_unstemmed"}
     assert DEFAULT_MEMBER_OPTIONS["bm25"] == {"stem": True, "stopwords": True}
-    assert DEFAULT_MEMBER_OPTIONS["bm25_unstemmed"] == {"backend": "bm25", "stem": False}
+    assert DEFAULT_MEMBER_OPTIONS["bm25_unstemmed"] == {
+        "backend": "bm25",
+        "stem": False,
+        "stopwords": False,
+    }
     assert params["member_backends"] == {"keyword": "keyword", "embedding": "embedding"}
     # the default's embedding member runs the int8 export; options of one's own update that
     assert HybridBackend().member_options["embedding"] == {"precision": "int8"}
@@ -427,7 +431,7 @@ def test_a_backend_can_be_a_member_twice_under_its_own_names() -> None:
         members={"stems": 1.0, "words": 1.0, "vectors": 1.0},
         member_options={
             "stems": {"backend": "bm25", "stem": True},
-            "words": {"backend": "bm25"},
+            "words": {"backend": "bm25", "stem": False, "stopwords": False},
             "vectors": {"backend": "embedding", "encoder": HashingEncoder(), "cache_dir": None},
         },
     )
