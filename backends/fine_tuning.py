@@ -17,7 +17,7 @@ import random
 import re
 import shutil
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -40,6 +40,7 @@ __all__ = [
     "mine_hard_negatives",
     "recipe_pairs",
     "save_model",
+    "sibling_group",
     "training_pairs",
     "warmup_schedule",
 ]
@@ -68,7 +69,9 @@ class Recipe:
     linear decay to zero), passes over the pairs, word pieces kept per text, seed, CPU threads
     and the similarity scale of the loss. ``hard_negatives``: each request also meets one mined
     hard negative (:func:`mine_hard_negatives`, at most ``negative_margin`` x its gold tool's
-    similarity)."""
+    similarity). ``sibling_negatives``: that negative is taken from the gold tool's siblings
+    (:func:`sibling_group`) when one qualifies, so the model learns the verb that tells a
+    server's tools apart rather than only which server a request is about."""
 
     batch: int = 32
     learning_rate: float = 2e-5
@@ -80,11 +83,14 @@ class Recipe:
     scale: float = 20.0
     hard_negatives: bool = True
     negative_margin: float = 0.95
+    sibling_negatives: bool = False
 
     def describe(self) -> dict[str, Any]:
         """The settings, as recorded with a trained model and hashed into cache keys (the
         mining settings only when mining is on, so a plain recipe keeps its record)."""
         settings = asdict(self)
+        if not self.sibling_negatives or not self.hard_negatives:
+            del settings["sibling_negatives"]
         if not self.hard_negatives:
             del settings["hard_negatives"], settings["negative_margin"]
         return settings
@@ -142,8 +148,21 @@ def recipe_pairs(
     """The pairs ``recipe`` trains ``model`` on: with mined hard negatives when it asks for
     them (mined by ``model`` before training), else :func:`training_pairs`."""
     if recipe.hard_negatives:
-        return mine_hard_negatives(model, labelled, fields, max_words, recipe.negative_margin)
+        group = sibling_group if recipe.sibling_negatives else None
+        return mine_hard_negatives(
+            model, labelled, fields, max_words, recipe.negative_margin, siblings=group
+        )
     return training_pairs(labelled, fields, max_words)
+
+
+def sibling_group(tool: Tool) -> str | None:
+    """The server or API a tool belongs to, whose other tools are its siblings: its
+    ``server``, else the part of a dotted name before the first dot (``datadog.List_keys``,
+    ``hf.bert-base``), else none."""
+    if tool.server:
+        return tool.server
+    head, dot, _ = tool.name.partition(".")
+    return head if dot and head else None
 
 
 def mine_hard_negatives(
@@ -152,12 +171,14 @@ def mine_hard_negatives(
     fields: Sequence[str],
     max_words: int | None,
     margin: float = 0.95,
+    siblings: Callable[[Tool], str | None] | None = None,
 ) -> list[Pair]:
     """:func:`training_pairs` with a hard negative each: the tool of the request's catalogue
     that ``model`` ranks highest among those that are not a gold tool of the request and are
     less similar than ``margin`` x the gold tool (NV-Retriever's positive-aware "TopK-PercPos"
-    mining, Moreira et al. 2024: the margin keeps unlabelled true answers out). A pair keeps no
-    negative when no tool qualifies."""
+    mining, Moreira et al. 2024: the margin keeps unlabelled true answers out). With
+    ``siblings`` (a tool's group, e.g. :func:`sibling_group`), the best qualifying tool of the
+    gold tool's own group comes first. A pair keeps no negative when no tool qualifies."""
     if not 0 < margin <= 1:
         raise ConfigError(f"negative_margin must be in (0, 1], got {margin!r}")
     pairs: list[Pair] = []
@@ -181,13 +202,21 @@ def mine_hard_negatives(
         }
         similarity = model.encode(requests, **encode) @ model.encode(texts, **encode).T
         row = {text: i for i, text in enumerate(requests)}
+        groups = [siblings(tool) if siblings else None for tool in tools]
         for pair in found:
             scores = similarity[row[pair.request]]
             ceiling = margin * scores[slot[pair.name]]
-            for j in scores.argsort()[::-1]:
-                if tools[j].name not in gold[pair.request] and scores[j] < ceiling:
-                    pair = pair._replace(negative=texts[j], negative_name=tools[j].name)
-                    break
+            qualifying = [
+                j
+                for j in scores.argsort()[::-1]
+                if tools[j].name not in gold[pair.request] and scores[j] < ceiling
+            ]
+            own = groups[slot[pair.name]]
+            chosen = next((j for j in qualifying if own and groups[j] == own), None)
+            if chosen is None and qualifying:
+                chosen = qualifying[0]
+            if chosen is not None:
+                pair = pair._replace(negative=texts[chosen], negative_name=tools[chosen].name)
             pairs.append(pair)
     return pairs
 

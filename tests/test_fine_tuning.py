@@ -16,11 +16,12 @@ from toolsearch.backends.fine_tuning import (
     fine_tune,
     first_sentence,
     mine_hard_negatives,
+    sibling_group,
     training_pairs,
 )
 from toolsearch.backends.tool_text import DEFAULT_FIELDS, tool_text
 from toolsearch.cli import main
-from toolsearch.dataset import load_dataset
+from toolsearch.dataset import Dataset, Query, load_dataset
 from toolsearch.errors import ConfigError
 from toolsearch.tool import Tool
 
@@ -191,6 +192,38 @@ def test_plain_recipe_keeps_its_record_and_mining_is_recorded() -> None:
     assert "hard_negatives" not in Recipe(hard_negatives=False).describe()
     mined = Recipe().describe()
     assert mined["hard_negatives"] is True and mined["negative_margin"] == 0.95
+
+
+def test_sibling_negatives_come_from_the_gold_tools_own_server() -> None:
+    # "post a status update" must be told from its server's other verb, not from another server
+    tools = [
+        Tool("mcp__proj__create_status", "Create a project status update."),
+        Tool("mcp__proj__get_status", "Get the project status."),
+        Tool("mcp__chat__post_message", "Post a message to a channel."),
+        Tool("hf.bert-base", "A BERT model."),
+    ]
+    request = "post a project status update"
+    dataset = Dataset("d", tools, [Query("q", request)], {"q": {"mcp__proj__create_status": 1}})
+    texts = {t.name: tool_text(t, DEFAULT_FIELDS, 128) for t in tools}
+    vectors = {request: [1.0, 0.0, 0.0], texts["mcp__proj__create_status"]: [1.0, 0.1, 0.0]}
+    vectors[texts["mcp__chat__post_message"]] = [1.0, 0.5, 0.0]  # the closest wrong tool
+    vectors[texts["mcp__proj__get_status"]] = [1.0, 0.9, 0.0]  # further, but a sibling
+    vectors[texts["hf.bert-base"]] = [0.0, 0.0, 1.0]
+    model, labelled = _FixedModel(vectors), [(dataset, dataset.queries)]
+    anywhere = mine_hard_negatives(model, labelled, DEFAULT_FIELDS, 128)
+    assert anywhere[0].negative_name == "mcp__chat__post_message"
+    own = mine_hard_negatives(model, labelled, DEFAULT_FIELDS, 128, siblings=sibling_group)
+    assert own[0].negative_name == "mcp__proj__get_status"
+    # a tool without siblings falls back to the best wrong tool anywhere
+    alone = Dataset("d", tools, [Query("q", request)], {"q": {"mcp__chat__post_message": 1}})
+    vectors[texts["mcp__chat__post_message"]] = [1.0, 0.05, 0.0]
+    fallback = mine_hard_negatives(
+        model, [(alone, alone.queries)], DEFAULT_FIELDS, 128, siblings=sibling_group
+    )
+    assert fallback[0].negative_name == "mcp__proj__get_status"  # create_status: in the margin
+    assert [sibling_group(t) for t in tools] == ["proj", "proj", "chat", "hf"]
+    assert Recipe(sibling_negatives=True).describe()["sibling_negatives"] is True
+    assert "sibling_negatives" not in Recipe().describe()  # older records keep their keys
 
 
 def test_hard_negatives_are_extra_columns_of_the_loss() -> None:

@@ -1,0 +1,240 @@
+"""Leave-one-out evidence for the broadly trained model, and how well it tells siblings apart.
+
+    python -m lab.broad_lodo --out lab/results/broad_lodo.json
+
+For each group of :data:`broad_model.FOLDS`, a model trained without that group's sources
+(:func:`broad_model.fold_model`: smaller budget, one pass) is scored on the **test** split of
+each source it never saw, against the untuned all-MiniLM-L6-v2 (``base``) and the model shipped
+before it (``previous``, trained on the dev requests of mcp-workbench, metatool and bfcl; read
+from the git history at :data:`PREVIOUS_COMMIT`). ranx paired t-tests, p < 0.05, no correction.
+The candidate trained on every source (``broad``) is scored on every test split too: in-domain
+for all (their dev halves were trained on).
+
+**Siblings**: among a test split's queries whose gold tool has siblings (other tools of its
+server or API, :func:`toolsearch.backends.fine_tuning.sibling_group`), hit@1 of each model.
+Rankings are the ``embedding`` backend's (cosine over the embedded tool text, float32).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import tarfile
+from io import BytesIO
+from pathlib import Path
+from typing import Any
+
+from lab.broad_model import FOLDS, SOURCES, fold_model, shipped_candidate
+from lab.fine_tune import ranked
+from lab.member_runs import DEPTH, Sample, load_sample
+from lab.tuned_models import RECIPE, base_path
+from toolsearch.backends.embedding import default_cache_dir
+from toolsearch.backends.fine_tuning import load_trainable, sibling_group
+from toolsearch.bench.metrics import parse_metrics, per_query_scores
+from toolsearch.bench.significance import compare_backends
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "lab" / "results" / "broad_lodo.json"
+METRICS = ("ndcg@10", "recall@5", "hit@1")
+LIMIT = 1000
+#: The last commit whose shipped model was trained on three datasets only.
+PREVIOUS_COMMIT = "f453b4f1d8ac15581d9d91fbeb29f5cfe18d6fa1"
+MODEL_DIR = "toolsearch/models/toolsearch-minilm-l6"
+
+Runs = dict[str, dict[str, list[str]]]
+
+
+def previous_model() -> Path:
+    """The model shipped at :data:`PREVIOUS_COMMIT`, extracted from git into the cache."""
+    folder = Path(default_cache_dir()) / "fine_tuned" / f"previous-{PREVIOUS_COMMIT[:12]}"
+    if not (folder / "model.safetensors").is_file():
+        archive = subprocess.run(
+            ["git", "archive", "--format=tar", PREVIOUS_COMMIT, MODEL_DIR],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+        ).stdout
+        with tarfile.open(fileobj=BytesIO(archive)) as tar:
+            for member in tar.getmembers():
+                if member.isfile():
+                    target = folder / Path(member.name).relative_to(MODEL_DIR)
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    extracted = tar.extractfile(member)
+                    assert extracted is not None
+                    target.write_bytes(extracted.read())
+    return folder
+
+
+def scored(sample: Sample, runs: Runs, against: str) -> dict[str, Any]:
+    """Means of every run, and the paired tests of ``against`` with each other run."""
+    metrics = parse_metrics(METRICS)
+    qrels = sample.qrels
+    means = {}
+    for name, run in runs.items():
+        per_query = per_query_scores(qrels, run, metrics, groups=sample.groups)
+        means[name] = {m: round(sum(per_query[m].values()) / len(qrels), 4) for m in METRICS}
+    tests = compare_backends(
+        qrels, runs, metrics, depth=DEPTH, groups=sample.groups, correction="none"
+    )
+    versus: dict[str, dict[str, Any]] = {}
+    for t in tests.pairs:
+        if against in (t.a, t.b):
+            other = t.b if t.a == against else t.a
+            versus.setdefault(other, {})[t.metric] = {
+                "p": round(t.p_value, 6),
+                "significant": t.significant,
+            }
+    return {"means": means, "versus": versus, "queries": len(qrels)}
+
+
+def sibling_queries(sample: Sample) -> list[str]:
+    """Ids of ``sample``'s one-tool queries whose gold tool has a sibling in the catalogue."""
+    size: dict[str, int] = {}
+    group_of = {}
+    for tool in sample.dataset.tools:
+        group_of[tool.name] = group = sibling_group(tool)
+        if group:
+            size[group] = size.get(group, 0) + 1
+    out = []
+    for qid, gold in sample.qrels.items():
+        names = [n for n, g in gold.items() if g > 0]
+        group = group_of.get(names[0]) if len(names) == 1 else None
+        if group and size[group] > 1:
+            out.append(qid)
+    return out
+
+
+def siblings(sample: Sample, runs: Runs) -> dict[str, Any]:
+    """hit@1 of each run among :func:`sibling_queries`."""
+    ids = sibling_queries(sample)
+    if not ids:
+        return {"queries": 0}
+    out: dict[str, Any] = {"queries": len(ids)}
+    for name, run in runs.items():
+        hits = sum(run[q][0] in sample.qrels[q] for q in ids if run[q])
+        out[name] = round(hits / len(ids), 4)
+    return out
+
+
+def measure(limit: int = LIMIT) -> dict[str, Any]:
+    """Every fold's left-out scores, the broad model's in-domain scores, and siblings."""
+    models = {
+        "base": load_trainable(base_path(), RECIPE),
+        "previous": load_trainable(previous_model(), RECIPE),
+        "broad": load_trainable(shipped_candidate(), RECIPE),
+    }
+    test = {name: load_sample(name, "test", limit) for name in SOURCES}
+    runs = {name: {m: ranked(model, test[name]) for m, model in models.items()} for name in test}
+    folds: dict[str, Any] = {}
+    for fold, left_out in FOLDS.items():
+        path = fold_model(fold)
+        fold_runs = {}
+        model = load_trainable(path, RECIPE)
+        for name in left_out:
+            fold_runs[name] = ranked(model, test[name])
+            runs[name]["fold"] = fold_runs[name]
+        training = json.loads((path / "toolsearch-training.json").read_text(encoding="utf-8"))
+        folds[fold] = {
+            "left_out": list(left_out),
+            "training": {k: training[k] for k in ("pairs", "steps", "seconds", "requests")},
+            "test": {
+                name: scored(
+                    test[name], {m: runs[name][m] for m in ("base", "previous", "fold")}, "fold"
+                )
+                for name in left_out
+            },
+        }
+    in_domain = {
+        name: scored(test[name], {m: runs[name][m] for m in ("base", "previous", "broad")}, "broad")
+        for name in test
+    }
+    return {
+        "benchmark": "broad_lodo",
+        "limit": limit,
+        "previous_commit": PREVIOUS_COMMIT,
+        "folds": folds,
+        "in_domain": in_domain,
+        "siblings": {name: siblings(test[name], runs[name]) for name in test},
+    }
+
+
+def _cell(got: dict[str, Any], metric: str, against: str, names: tuple[str, ...]) -> str:
+    values = " / ".join(f"{got['means'][n][metric]:.3f}" for n in names)
+    marks = "".join(
+        "*" if got["versus"][other][metric]["significant"] else "" for other in names[:-1]
+    )
+    return f"{values}{' ' + '*' * len(marks) if marks else ''}"
+
+
+def markdown(data: dict[str, Any]) -> str:
+    """The leave-one-out table, the in-domain table and the sibling table."""
+    lodo = ("base", "previous", "fold")
+    lines = [
+        "| fold left out | dataset (test) | queries | ndcg@10 base / previous / fold "
+        "| recall@5 | hit@1 |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for fold, got in data["folds"].items():
+        for name, result in got["test"].items():
+            cells = " | ".join(_cell(result, m, "fold", lodo) for m in METRICS)
+            lines.append(f"| {fold} | {name} | {result['queries']} | {cells} |")
+    lines += [
+        "",
+        "The `embedding` backend's ranking (float32 cosine), at most "
+        f"{data['limit']} test queries a dataset. `base`: all-MiniLM-L6-v2 untuned; `previous`: "
+        "the model shipped before (dev requests of mcp-workbench, metatool, bfcl); `fold`: "
+        "trained by `lab.broad_model`'s recipe without the fold's datasets, at the fold budget "
+        "(at most 300 pairs a dataset, one pass). `*` after the values: the fold model differs "
+        "from base (first) and from previous (second) by a paired t-test, p < 0.05.",
+        "",
+        "| dataset (test) | queries | ndcg@10 base / previous / broad | recall@5 | hit@1 |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    broad = ("base", "previous", "broad")
+    for name, result in data["in_domain"].items():
+        cells = " | ".join(_cell(result, m, "broad", broad) for m in METRICS)
+        lines.append(f"| {name} | {result['queries']} | {cells} |")
+    lines += [
+        "",
+        "`broad`: the model trained on the dev requests of every dataset (in-domain here).",
+    ]
+    return "\n".join(lines)
+
+
+def sibling_markdown(data: dict[str, Any]) -> str:
+    """hit@1 among queries whose one gold tool has same-server siblings."""
+    lines = [
+        "| dataset (test) | queries with siblings | hit@1 base | previous | broad | fold |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for name, got in data["siblings"].items():
+        if got["queries"]:
+            values = " | ".join(
+                f"{got[m]:.3f}" if m in got else "-" for m in ("base", "previous", "broad", "fold")
+            )
+            lines.append(f"| {name} | {got['queries']} | {values} |")
+    lines += [
+        "",
+        "Queries with one gold tool whose server or API (the `server` field, else the part of "
+        "a dotted name before the dot) has other tools in the catalogue; `fold`: the model that "
+        "never saw the dataset.",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--limit", type=int, default=LIMIT)
+    args = parser.parse_args(argv)
+    data = measure(args.limit)
+    args.out.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    print(markdown(data))
+    print()
+    print(sibling_markdown(data))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

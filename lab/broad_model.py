@@ -1,0 +1,199 @@
+"""The shipped model, trained on every labelled public tool-retrieval set (lab/retrieval.md).
+
+    python -m lab.broad_model        # rebuilds toolsearch/models/toolsearch-minilm-l6
+
+The bundled all-MiniLM-L6-v2 (:data:`BASE_MODEL`) is trained with :data:`RECIPE` on the **dev**
+requests of the eleven datasets of :data:`SOURCES`: the bundled mcp-workbench and the public
+sets of ``../shared/datasets`` (MIT, Apache-2.0 and CC BY-SA 4.0; the model card lists them).
+No source dominates: :func:`training_queries` keeps at most :data:`PER_TOOL` requests per
+gold tool set and :data:`PER_SOURCE` request/tool pairs per source, so SGD's 35,000 requests
+over 88 intents count no more than BFCL's 1,287 functions. Each pair meets one mined hard
+negative, taken from the gold tool's own server or API where one qualifies (siblings: the
+verbs a request must be told apart by). Test splits are never read here.
+
+Leave-one-out evidence (``lab/broad_lodo.py``) trains the same way without one group of
+:data:`FOLDS`, on a smaller budget (:data:`FOLD_PER_SOURCE`, one pass). Models are cached
+under ``$TOOLSEARCH_CACHE_DIR/fine_tuned`` by a key of the recipe, base model and training
+requests. Needs the ``embedding`` extra (PyTorch) and the public datasets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import shutil
+import sys
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from lab.member_runs import load_sample
+from lab.tuned_models import PROBES, base_path
+from toolsearch.backends.embedding import DEFAULT_FIELDS, DEFAULT_MAX_WORDS, default_cache_dir
+from toolsearch.backends.encoders import BASE_MODEL, SHIPPED_MODEL_PATH, model_fingerprint
+from toolsearch.backends.fine_tuning import (
+    Recipe,
+    fine_tune,
+    load_trainable,
+    recipe_pairs,
+    save_model,
+)
+from toolsearch.dataset import Dataset, Query
+
+#: Every labelled source, with its licence (recorded in the model card).
+SOURCES: dict[str, str] = {
+    "mcp-workbench": "project's own (bundled)",
+    "metatool": "MIT",
+    "bfcl": "Apache-2.0",
+    "sgd": "CC BY-SA 4.0",
+    "seal-tools": "Apache-2.0",
+    "apibench": "Apache-2.0",
+    "gorilla-apizoo": "Apache-2.0",
+    "nestful": "Apache-2.0",
+    "restbench": "MIT",
+    "toolalpaca-eval": "Apache-2.0",
+    "api-bank": "Apache-2.0",
+}
+#: Groups of similar sources; leave-one-out folds leave one group out at a time.
+FOLDS: dict[str, tuple[str, ...]] = {
+    "mcp": ("mcp-workbench",),
+    "plugins-and-models": ("metatool", "apibench"),
+    "generated-functions": ("bfcl", "seal-tools", "nestful"),
+    "assistant-dialogues": ("sgd", "api-bank"),
+    "rest-endpoints": ("gorilla-apizoo", "restbench", "toolalpaca-eval"),
+}
+#: Query styles left out of training: SGD follow-ups need the dialogue before them.
+UNTRAINED_STYLES = frozenset({"followup"})
+#: Requests kept per gold tool set, and request/tool pairs per source.
+PER_TOOL = 6
+PER_SOURCE = 700
+FOLD_PER_SOURCE = 300
+#: The recipe: the library's, with sibling-first hard negatives.
+RECIPE = Recipe(sibling_negatives=True)
+FOLD_RECIPE = replace(RECIPE, epochs=1)
+
+
+def training_queries(name: str, per_tool: int, per_source: int) -> tuple[Dataset, list[Query]]:
+    """Dataset ``name`` and the dev requests trained on: in hash order (the benchmarks'
+    sample order), a request is kept while one of its gold tools has fewer than ``per_tool``
+    kept requests, until ``per_source`` pairs are kept."""
+    sample = load_sample(name, "dev", None)
+    dataset, seen, pairs = sample.dataset, dict[str, int](), 0
+    kept: list[Query] = []
+    for query in sorted(sample.queries, key=lambda q: hashlib.sha256(q.id.encode()).digest()):
+        gold = [n for n, grade in dataset.qrels.get(query.id, {}).items() if grade > 0]
+        if not gold or query.style in UNTRAINED_STYLES:
+            continue
+        if min(seen.get(n, 0) for n in gold) >= per_tool:
+            continue
+        for tool in gold:
+            seen[tool] = seen.get(tool, 0) + 1
+        kept.append(query)
+        pairs += len(gold)
+        if pairs >= per_source:
+            break
+    return dataset, kept
+
+
+def train(sources: Sequence[str], out: Path, per_source: int, recipe: Recipe) -> dict[str, Any]:
+    """Train the base model on the sampled dev requests of ``sources``; save it to ``out``."""
+    labelled = [training_queries(name, PER_TOOL, per_source) for name in sources]
+    model = load_trainable(base_path(), recipe)
+    pairs = recipe_pairs(model, labelled, DEFAULT_FIELDS, DEFAULT_MAX_WORDS, recipe)
+    info = fine_tune(model, pairs, recipe)
+    record = {
+        "base_model": BASE_MODEL,
+        "datasets": list(sources),
+        "split": "dev",
+        "per_tool": PER_TOOL,
+        "per_source": per_source,
+        "requests": {d.name: len(q) for d, q in labelled},
+        "licences": {name: SOURCES[name] for name in sources},
+        **info,
+    }
+    if out.exists():
+        shutil.rmtree(out)
+    save_model(model, out, record)
+    record["stored_cosine_min"] = _stored_fidelity(model, out, recipe)
+    (out / "toolsearch-training.json").write_text(json.dumps(record, indent=2) + "\n")
+    print(f"broad_model: {out.name}: {info}", file=sys.stderr, flush=True)
+    return record
+
+
+def _stored_fidelity(trained: Any, folder: Path, recipe: Recipe) -> float:
+    """The lowest cosine between the trained model's probe vectors and the stored model's."""
+    stored = load_trainable(folder, recipe)
+    encode = {"normalize_embeddings": True, "convert_to_numpy": True}
+    before, after = trained.encode(list(PROBES), **encode), stored.encode(list(PROBES), **encode)
+    return round(float((before * after).sum(axis=1).min()), 6)
+
+
+def cached_model(sources: Sequence[str], label: str, per_source: int, recipe: Recipe) -> Path:
+    """The model :func:`train` makes from ``sources``, from the cache (trained now if missing)."""
+    requests = [[q.id for q in training_queries(s, PER_TOOL, per_source)[1]] for s in sources]
+    parts = [recipe.describe(), model_fingerprint(base_path()), list(sources), requests]
+    key = hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
+    folder = Path(default_cache_dir()) / "fine_tuned" / f"{label}-{key}"
+    if not (folder / "toolsearch-training.json").is_file():
+        train(sources, folder, per_source, recipe)
+    return folder
+
+
+def shipped_candidate() -> Path:
+    """The model trained on every source at the full budget."""
+    return cached_model(tuple(SOURCES), "broad", PER_SOURCE, RECIPE)
+
+
+def fold_model(fold: str) -> Path:
+    """The model trained without fold ``fold``'s sources, at the fold budget."""
+    kept = tuple(s for s in SOURCES if s not in FOLDS[fold])
+    return cached_model(kept, f"broad-without-{fold}", FOLD_PER_SOURCE, FOLD_RECIPE)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Install the model trained on every source (from the cache, else trained now) as the
+    shipped model, with its model card.
+
+    It takes no options; ``--help`` says what it does instead of starting to train."""
+    argparse.ArgumentParser(description=(main.__doc__ or "").split("\n\n")[0]).parse_args(argv)
+    trained = shipped_candidate()
+    if SHIPPED_MODEL_PATH.exists():
+        shutil.rmtree(SHIPPED_MODEL_PATH)
+    shutil.copytree(trained, SHIPPED_MODEL_PATH)
+    record = json.loads((trained / "toolsearch-training.json").read_text(encoding="utf-8"))
+    (SHIPPED_MODEL_PATH / "README.md").write_text(card(record), encoding="utf-8")
+    print(json.dumps(record, indent=2))
+    return 0
+
+
+def card(record: dict[str, Any]) -> str:
+    """The model card: what the model is, what it was trained on and under which licences."""
+    rows = "\n".join(
+        f"| {name} | {count} | {record['licences'][name]} |"
+        for name, count in record["requests"].items()
+    )
+    epochs = record["recipe"]["epochs"]
+    return (
+        "# toolsearch-minilm-l6\n\n"
+        "all-MiniLM-L6-v2 fine-tuned for tool retrieval: the default model of toolsearch's "
+        "`embedding` backend. Weights stored in float16, loaded as float32.\n\n"
+        f"Trained on {record['pairs']} request/tool pairs from the **dev** requests of "
+        f"{len(record['requests'])} public tool-retrieval datasets (at most "
+        f"{record['per_tool']} requests per gold tool and {record['per_source']} pairs per "
+        f"dataset), {epochs} passes, seed {record['recipe']['seed']}; in-batch negatives plus "
+        "one mined hard negative per pair, taken from the gold tool's own server or API where "
+        "one qualifies.\n\n"
+        "| dataset | requests | licence |\n|---|---|---|\n"
+        f"{rows}\n\n"
+        "The datasets are those of `../shared/datasets` (sources and conversion notes in its "
+        "README). SGD is CC BY-SA 4.0: weights trained on it are shared under the same terms.\n"
+        "Rebuild: `python -m lab.broad_model`; how it was measured: `python -m lab.broad_lodo` "
+        "(docs/results.md, tables `broad_lodo` and `siblings`).\n\n"
+        "Licence: Apache-2.0 (all-MiniLM-L6-v2), with the CC BY-SA 4.0 terms of SGD.\n"
+    )
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
