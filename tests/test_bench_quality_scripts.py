@@ -462,3 +462,67 @@ def test_training_passes_table_has_every_fold_split_and_ranking() -> None:
         got = results["seeds"][seed]
         assert got["decision"] == script.decision(got["folds"])
     assert results["decision"] == script.across_seeds(results["seeds"])
+
+
+@needs_public_sets
+def test_broad_training_caps_each_tool_and_source_and_reads_dev_only() -> None:
+    broad = _script("broad_model")
+    from toolsearch.splits import split_of
+
+    for name in ("sgd", "bfcl"):
+        dataset, queries = broad.training_queries(name, 3, 120)
+        assert queries and all(split_of(q.id) == "dev" for q in queries)
+        assert all(q.style not in broad.UNTRAINED_STYLES for q in queries)
+        seen: dict[str, int] = {}
+        pairs = 0
+        for query in queries:
+            gold = [n for n, g in dataset.qrels[query.id].items() if g > 0]
+            assert min(seen.get(n, 0) for n in gold) < 3  # kept while a gold tool had room
+            for tool in gold:
+                seen[tool] = seen.get(tool, 0) + 1
+            pairs += len(gold)
+        # stopped by the request that reached the pair cap (both sets have more to give)
+        assert pairs - len(gold) < 120 <= pairs
+    every = {s for sources in broad.FOLDS.values() for s in sources}
+    assert every == set(broad.SOURCES)  # each source is left out in exactly one fold
+    assert sum(len(s) for s in broad.FOLDS.values()) == len(broad.SOURCES)
+    assert broad.fold_of("apibench") == "plugins-and-models"
+
+
+def test_the_broad_model_card_names_every_source_and_licence() -> None:
+    broad = _script("broad_model")
+    record = {
+        "requests": {"sgd": 10, "bfcl": 20},
+        "licences": {"sgd": "CC BY-SA 4.0", "bfcl": "Apache-2.0"},
+        "pairs": 33,
+        "per_tool": 6,
+        "per_source": 700,
+        "recipe": {"epochs": 2, "seed": 42},
+    }
+    card = broad.card(record)
+    assert "| sgd | 10 | CC BY-SA 4.0 |" in card and "| bfcl | 20 | Apache-2.0 |" in card
+    assert "python -m lab.broad_model" in card and "33 request/tool pairs" in card
+
+
+def test_sibling_queries_are_one_tool_queries_whose_server_has_other_tools() -> None:
+    from toolsearch.dataset import Dataset, Query
+    from toolsearch.tool import Tool
+
+    lodo = _script("broad_lodo")
+    tools = [Tool("mcp__a__get", "g"), Tool("mcp__a__put", "p"), Tool("mcp__b__only", "o")]
+    queries = [Query("q1", "get it"), Query("q2", "only"), Query("q3", "both")]
+    qrels = {"q1": {"mcp__a__get": 1}, "q2": {"mcp__b__only": 1}}
+    qrels["q3"] = {"mcp__a__get": 1, "mcp__a__put": 1}
+    sample = SimpleNamespace(dataset=Dataset("d", tools, queries, qrels), qrels=qrels)
+    assert lodo.sibling_queries(sample) == ["q1"]
+    runs = {"m": {"q1": ["mcp__a__put", "mcp__a__get"]}, "n": {"q1": ["mcp__a__get"]}}
+    assert lodo.siblings(sample, runs) == {"queries": 1, "m": 0.0, "n": 1.0}
+
+
+def test_stock_bm25_table_marks_each_comparison_apart() -> None:
+    stock = _script("stock_bm25")
+    data = json.loads((RESULTS / "stock_bm25.json").read_text(encoding="utf-8"))
+    table = stock.markdown(data)
+    rows = [line for line in table.splitlines() if line.startswith("| ") and "---" not in line]
+    assert len(rows) == 1 + len(data["datasets"])
+    assert "†" in table and "*" in table
