@@ -443,8 +443,8 @@ def _looks_bad(line: str) -> bool:
 
 
 def wait_ready(url: str, started: float, pool: int, limit: float = 600.0) -> float:
-    """Seconds from ``started`` until the replica's search answers with tools and its pool
-    holds ``pool`` tools (every server indexed)."""
+    """Seconds from ``started`` until the replica's search answers with tools, its pool holds
+    ``pool`` tools and no server is pending (every server's tools searchable)."""
     import anyio
 
     async def poll() -> None:
@@ -452,7 +452,7 @@ def wait_ready(url: str, started: float, pool: int, limit: float = 600.0) -> flo
         while time.monotonic() < deadline:
             try:
                 answer = (await _answers(url, [QUERIES[0]]))[QUERIES[0]]
-                if answer["names"] and answer["total"] == pool:
+                if answer["names"] and answer["total"] == pool and not answer["pending"]:
                     return
             except Exception:  # not listening yet
                 pass
@@ -476,6 +476,7 @@ async def _answers(url: str, queries: Sequence[str]) -> dict[str, dict[str, Any]
                 "error": result.is_error,
                 "total": record.get("total_deferred_tools"),
                 "failed": record.get("failed_mcp_servers") or {},
+                "pending": record.get("pending_mcp_servers") or [],
             }
     return found
 
