@@ -34,8 +34,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-from lab.broad_model import fold_model as broad_fold_model
-from lab.broad_model import fold_of
 from lab.distractors import MAX_LOSS as MAX_LARGE_LOSS
 from lab.distractors import samples as distractor_samples
 from lab.member_runs import (
@@ -48,6 +46,7 @@ from lab.member_runs import (
     load_sample,
     member_hits,
 )
+from lab.tuned_models import LIMIT, fold_model
 from toolsearch.backend import Hit
 from toolsearch.backends.encoders import DEFAULT_MODEL, TUNED_MODEL
 from toolsearch.backends.hybrid import DEFAULT_EXACT_NAME_BONUS as EXACT_NAME_BONUS
@@ -209,12 +208,12 @@ def members_for(
     name: str, split: str, limit: int | None, *, fold: bool | None = None
 ) -> dict[str, MemberSpec]:
     """The members run on ``name``'s ``split``. On dev (or with ``fold``), the fine-tuned
-    default model is replaced by its fold model, trained without ``name``'s group of sources
-    (``broad_model.py``): choices are made on scores of a model that never saw those queries,
+    default model is replaced by its fold model, trained without ``name``
+    (``tuned_models.py``): choices are made on scores of a model that never saw those queries,
     as on a user's catalogue."""
     if not (split == "dev" if fold is None else fold) or DEFAULT_MODEL != TUNED_MODEL:
         return dict(MEMBERS)
-    model = str(broad_fold_model(fold_of(name)))
+    model = str(fold_model(name, limit or LIMIT))
     options = {**MEMBERS["embedding"].options, "model": model}
     return dict(MEMBERS) | {"embedding": MemberSpec("embedding", "embedding", options)}
 

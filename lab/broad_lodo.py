@@ -25,7 +25,7 @@ from io import BytesIO
 from pathlib import Path
 from typing import Any
 
-from lab.broad_model import FOLDS, SOURCES, fold_model, shipped_candidate
+from lab.broad_model import FOLD_PER_SOURCE, FOLDS, SOURCES, fold_model, shipped_candidate
 from lab.fine_tune import ranked
 from lab.member_runs import DEPTH, Sample, load_sample
 from lab.tuned_models import RECIPE, base_path
@@ -152,6 +152,7 @@ def measure(limit: int = LIMIT) -> dict[str, Any]:
     return {
         "benchmark": "broad_lodo",
         "limit": limit,
+        "fold_per_source": FOLD_PER_SOURCE,
         "previous_commit": PREVIOUS_COMMIT,
         "folds": folds,
         "in_domain": in_domain,
@@ -159,12 +160,16 @@ def measure(limit: int = LIMIT) -> dict[str, Any]:
     }
 
 
-def _cell(got: dict[str, Any], metric: str, against: str, names: tuple[str, ...]) -> str:
+def _cell(got: dict[str, Any], metric: str, names: tuple[str, ...]) -> str:
+    """The metric's means of ``names``, then `†` where the last differs from base and `*`
+    where it differs from previous."""
     values = " / ".join(f"{got['means'][n][metric]:.3f}" for n in names)
     marks = "".join(
-        "*" if got["versus"][other][metric]["significant"] else "" for other in names[:-1]
+        mark
+        for other, mark in (("base", "†"), ("previous", "*"))
+        if got["versus"][other][metric]["significant"]
     )
-    return f"{values}{' ' + '*' * len(marks) if marks else ''}"
+    return f"{values} {marks}".rstrip()
 
 
 def markdown(data: dict[str, Any]) -> str:
@@ -177,7 +182,7 @@ def markdown(data: dict[str, Any]) -> str:
     ]
     for fold, got in data["folds"].items():
         for name, result in got["test"].items():
-            cells = " | ".join(_cell(result, m, "fold", lodo) for m in METRICS)
+            cells = " | ".join(_cell(result, m, lodo) for m in METRICS)
             lines.append(f"| {fold} | {name} | {result['queries']} | {cells} |")
     lines += [
         "",
@@ -185,19 +190,20 @@ def markdown(data: dict[str, Any]) -> str:
         f"{data['limit']} test queries a dataset. `base`: all-MiniLM-L6-v2 untuned; `previous`: "
         "the model shipped before (dev requests of mcp-workbench, metatool, bfcl); `fold`: "
         "trained by `lab.broad_model`'s recipe without the fold's datasets, at the fold budget "
-        "(at most 300 pairs a dataset, one pass). `*` after the values: the fold model differs "
-        "from base (first) and from previous (second) by a paired t-test, p < 0.05.",
+        f"(at most {data['fold_per_source']} pairs a dataset, one pass). After the values, "
+        "`†`: the fold model differs from base, `*`: from previous (paired t-test, p < 0.05).",
         "",
         "| dataset (test) | queries | ndcg@10 base / previous / broad | recall@5 | hit@1 |",
         "|---|---:|---:|---:|---:|",
     ]
     broad = ("base", "previous", "broad")
     for name, result in data["in_domain"].items():
-        cells = " | ".join(_cell(result, m, "broad", broad) for m in METRICS)
+        cells = " | ".join(_cell(result, m, broad) for m in METRICS)
         lines.append(f"| {name} | {result['queries']} | {cells} |")
     lines += [
         "",
-        "`broad`: the model trained on the dev requests of every dataset (in-domain here).",
+        "`broad`: the model trained on the dev requests of every dataset (in-domain here); "
+        "`†` and `*` as above, for broad.",
     ]
     return "\n".join(lines)
 

@@ -526,3 +526,25 @@ def test_stock_bm25_table_marks_each_comparison_apart() -> None:
     rows = [line for line in table.splitlines() if line.startswith("| ") and "---" not in line]
     assert len(rows) == 1 + len(data["datasets"])
     assert "†" in table and "*" in table
+
+
+def test_mining_vectors_are_remembered_across_trainings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    np = pytest.importorskip("numpy")
+    broad = _script("broad_model")
+    monkeypatch.setattr(broad, "default_cache_dir", lambda: tmp_path)
+    asked: list[list[str]] = []
+
+    class Model:
+        def encode(self, texts: list[str], **_: object) -> object:
+            asked.append(list(texts))
+            return np.array([[float(len(t)), 1.0] for t in texts])
+
+    first = broad._RememberingEncoder(Model())
+    got = first.encode(["ab", "abc", "ab"])
+    assert got.tolist() == [[2.0, 1.0], [3.0, 1.0], [2.0, 1.0]] and asked == [["ab", "abc"]]
+    first.save()
+    again = broad._RememberingEncoder(Model())  # a later fold, in another process
+    assert again.encode(["abc", "abcd"]).tolist() == [[3.0, 1.0], [4.0, 1.0]]
+    assert asked[1:] == [["abcd"]]
