@@ -32,6 +32,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import fasteners
+
 from lab.member_runs import load_sample
 from lab.tuned_models import PROBES, base_path
 from toolsearch.backends.embedding import DEFAULT_FIELDS, DEFAULT_MAX_WORDS, default_cache_dir
@@ -179,8 +181,11 @@ def cached_model(sources: Sequence[str], label: str, per_source: int, recipe: Re
     parts = [recipe.describe(), model_fingerprint(base_path()), list(sources), requests]
     key = hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
     folder = Path(default_cache_dir()) / "fine_tuned" / f"{label}-{key}"
-    if not (folder / "toolsearch-training.json").is_file():
-        train(sources, folder, per_source, recipe)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    # one process trains a model; another asking for it meanwhile waits and reads it
+    with fasteners.InterProcessLock(str(folder) + ".lock"):
+        if not (folder / "toolsearch-training.json").is_file():
+            train(sources, folder, per_source, recipe)
     return folder
 
 
