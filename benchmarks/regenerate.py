@@ -85,6 +85,7 @@ class Result:
 LAB = frozenset(
     {
         "ablation",
+        "broad_lodo",
         "distractors",
         "fine_tune",
         "learned_fusion",
@@ -158,6 +159,14 @@ REGISTRY: tuple[Result, ...] = (
         "fine_tune",
         _lab("fine_tune"),
         {"fine_tune": script_table("fine_tune")},
+    ),
+    Result(
+        "broad_lodo",
+        _lab("broad_lodo"),
+        {
+            "broad_lodo": script_table("broad_lodo"),
+            "siblings": lambda data: _script("broad_lodo").sibling_markdown(data),
+        },
     ),
     Result(
         "stock_bm25",
