@@ -194,11 +194,6 @@ def shipped_candidate() -> Path:
     return cached_model(tuple(SOURCES), "broad", PER_SOURCE, RECIPE)
 
 
-def fold_of(source: str) -> str:
-    """The fold that leaves ``source`` out."""
-    return next(fold for fold, sources in FOLDS.items() if source in sources)
-
-
 def fold_model(fold: str) -> Path:
     """The model trained without fold ``fold``'s sources, at the fold budget."""
     kept = tuple(s for s in SOURCES if s not in FOLDS[fold])
