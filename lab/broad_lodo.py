@@ -4,11 +4,11 @@
 
 For each group of :data:`broad_model.FOLDS`, a model trained without that group's sources
 (:func:`broad_model.fold_model`: smaller budget, one pass) is scored on the **test** split of
-each source it never saw, against the untuned all-MiniLM-L6-v2 (``base``) and the model shipped
-before it (``previous``, trained on the dev requests of mcp-workbench, metatool and bfcl; read
-from the git history at :data:`PREVIOUS_COMMIT`). ranx paired t-tests, p < 0.05, no correction.
-The candidate trained on every source (``broad``) is scored on every test split too: in-domain
-for all (their dev halves were trained on).
+each source it never saw, against the untuned all-MiniLM-L6-v2 (``base``) and the shipped model
+(``previous``, trained on the dev requests of mcp-workbench, metatool and bfcl; read from the
+git history at :data:`PREVIOUS_COMMIT`, so the table stays reproducible once it is replaced).
+ranx paired t-tests, p < 0.05, no correction. The candidate trained on every source (``broad``)
+is scored on every test split too: in-domain for all (their dev halves were trained on).
 
 **Siblings**: among a test split's queries whose gold tool has siblings (other tools of its
 server or API, :func:`toolsearch.backends.fine_tuning.sibling_group`), hit@1 of each model.
@@ -188,7 +188,7 @@ def markdown(data: dict[str, Any]) -> str:
         "",
         "The `embedding` backend's ranking (float32 cosine), at most "
         f"{data['limit']} test queries a dataset. `base`: all-MiniLM-L6-v2 untuned; `previous`: "
-        "the model shipped before (dev requests of mcp-workbench, metatool, bfcl); `fold`: "
+        "the shipped model (dev requests of mcp-workbench, metatool, bfcl); `fold`: "
         "trained by `lab.broad_model`'s recipe without the fold's datasets, at the fold budget "
         f"(at most {data['fold_per_source']} pairs a dataset, one pass). After the values, "
         "`†`: the fold model differs from base, `*`: from previous (paired t-test, p < 0.05).",
