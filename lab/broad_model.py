@@ -35,7 +35,7 @@ from typing import Any
 import fasteners
 
 from lab.member_runs import load_sample
-from lab.tuned_models import PROBES, base_path
+from lab.tuned_models import base_path, stored_fidelity
 from toolsearch.backends.embedding import DEFAULT_FIELDS, DEFAULT_MAX_WORDS, default_cache_dir
 from toolsearch.backends.encoders import BASE_MODEL, model_fingerprint
 from toolsearch.backends.fine_tuning import (
@@ -123,7 +123,7 @@ def train(sources: Sequence[str], out: Path, per_source: int, recipe: Recipe) ->
     if out.exists():
         shutil.rmtree(out)
     save_model(model, out, record)
-    record["stored_cosine_min"] = _stored_fidelity(model, out, recipe)
+    record["stored_cosine_min"] = stored_fidelity(model, out)
     (out / "toolsearch-training.json").write_text(json.dumps(record, indent=2) + "\n")
     print(f"broad_model: {out.name}: {info}", file=sys.stderr, flush=True)
     return record
@@ -165,14 +165,6 @@ class _RememberingEncoder:
             temporary = self.file.with_suffix(".tmp.npz")
             np.savez(temporary, texts=np.array(texts), vectors=vectors)
             temporary.replace(self.file)
-
-
-def _stored_fidelity(trained: Any, folder: Path, recipe: Recipe) -> float:
-    """The lowest cosine between the trained model's probe vectors and the stored model's."""
-    stored = load_trainable(folder, recipe)
-    encode = {"normalize_embeddings": True, "convert_to_numpy": True}
-    before, after = trained.encode(list(PROBES), **encode), stored.encode(list(PROBES), **encode)
-    return round(float((before * after).sum(axis=1).min()), 6)
 
 
 def cached_model(sources: Sequence[str], label: str, per_source: int, recipe: Recipe) -> Path:

@@ -116,13 +116,13 @@ def train(
     if out.exists():
         shutil.rmtree(out)
     save_model(model, out, record)
-    record["stored_cosine_min"] = _stored_fidelity(model, out)
+    record["stored_cosine_min"] = stored_fidelity(model, out)
     (out / "toolsearch-training.json").write_text(json.dumps(record, indent=2) + "\n")
     print(f"tuned_models: {out.name}: {info}", file=sys.stderr, flush=True)
     return record
 
 
-def _stored_fidelity(trained: Any, folder: Path) -> float:
+def stored_fidelity(trained: Any, folder: Path) -> float:
     """The lowest cosine between the trained model's probe vectors and the stored model's."""
     stored = load_trainable(folder, RECIPE)
     encode = {"normalize_embeddings": True, "convert_to_numpy": True}
