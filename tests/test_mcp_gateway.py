@@ -18,7 +18,8 @@ pytest.importorskip("mcp_types")  # the MCP SDK v2 (toolsearch[mcp])
 from mcp_servers import support  # tests/mcp_servers (pytest pythonpath)
 
 from toolsearch.cli import main
-from toolsearch.mcp.gateway import CALL_TOOL_NAME, SEARCH_TOOL_NAME, Gateway
+from toolsearch.errors import ConfigError
+from toolsearch.mcp.gateway import CALL_TOOL_NAME, SEARCH_TOOL_NAME, Gateway, listening_socket
 from toolsearch.mcp.hub import McpHub
 from toolsearch.tool import Tool
 
@@ -362,3 +363,42 @@ async def test_several_queries_in_one_search_are_merged() -> None:
         same = await gateway.handle(SEARCH_TOOL_NAME, {"queries": ["tool", "tool"]})
         names = [t["name"] for t in same.structured_content["tools"]]
         assert len(names) == len(set(names)) > 0  # each tool once
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "::1"])
+def test_gateway_connections_turn_nagle_off(host: str) -> None:
+    """uvicorn writes a response's headers and body in two sends; with Nagle's algorithm on,
+    the body waited ~40 ms for the client's delayed ACK on every request. asyncio (as uvicorn
+    uses it) must see the listening socket as TCP so that it sets TCP_NODELAY on each
+    connection."""
+    import asyncio
+    import socket
+
+    try:
+        sock = listening_socket(host, 0)
+    except ConfigError:
+        pytest.skip(f"no {host} on this machine")
+
+    async def accept_one() -> int:
+        options: list[int] = []
+
+        async def handle(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            accepted = writer.get_extra_info("socket")
+            options.append(accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            writer.close()
+
+        server = await asyncio.start_server(handle, sock=sock)
+        async with server:
+            reader, writer = await asyncio.open_connection(*sock.getsockname()[:2])
+            await reader.read()
+            writer.close()
+        return options[0]
+
+    assert asyncio.run(accept_one()) != 0
+
+
+def test_a_taken_port_is_a_config_error() -> None:
+    with listening_socket("127.0.0.1", 0) as taken:
+        port = taken.getsockname()[1]
+        with pytest.raises(ConfigError, match=rf"cannot listen on 127\.0\.0\.1:{port}"):
+            listening_socket("127.0.0.1", port)

@@ -385,15 +385,7 @@ class Gateway:
 
         # Checked before binding so a refused address never listens; re-made for port 0.
         HttpSecurity.for_address(host, port or 1, token=token)
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
-        try:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.bind((host, port))
-            sock.listen(2048)  # connections queue from here on, so on_ready is not early
-        except OSError as exc:
-            sock.close()
-            raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+        sock = listening_socket(host, port)
         bound = sock.getsockname()[1]
         security = HttpSecurity.for_address(
             host, bound, allow_hosts=allow_hosts, allow_origins=allow_origins, token=token
@@ -413,11 +405,32 @@ class Gateway:
             # open streams must not hold a stopping gateway for longer than this
             timeout_graceful_shutdown=int(SHUTDOWN_GRACE),
         )
-        shown = f"[{host}]" if family == socket.AF_INET6 else host
+        shown = f"[{host}]" if sock.family == socket.AF_INET6 else host
         if on_ready is not None:
             on_ready(f"http://{shown}:{bound}{path}")
         with sock:
             await _QuietServer(config).serve(sockets=[sock])
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket listening on ``host:port``, made before the server starts so that
+    connections queue from the moment the URL is announced.
+
+    It is made with protocol ``IPPROTO_TCP`` on purpose: asyncio turns Nagle's algorithm off
+    (``TCP_NODELAY``) only on connections whose socket says so, and uvicorn writes a response's
+    headers and body in two sends. With Nagle on, the body waits for the client's delayed ACK
+    of the headers, about 40 ms on Linux, on every request (docs/gateway.md, "Latency")."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    return sock
 
 
 #: Seconds a cancelled HTTP gateway waits for open requests and its lifespan to finish.
