@@ -183,6 +183,35 @@ async def test_searches_run_at_a_lower_cpu_priority_than_the_event_loop() -> Non
         assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == loop_nice
 
 
+async def test_index_updates_never_run_at_the_searches_lower_priority() -> None:
+    """An unprivileged thread cannot raise its priority back. Searches once lowered threads of
+    anyio's shared pool, which then applied index updates at that priority while holding the
+    engine's write lock, so every search waited on a thread the kernel ran last."""
+    writers: list[int] = []
+
+    class Recording(KeywordBackend):
+        def index(self, tools: Sequence[Tool]) -> None:
+            writers.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+            super().index(tools)
+
+        def upsert(self, tools: Sequence[Tool]) -> None:
+            writers.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+            super().upsert(tools)
+
+    async with hub_for({"notes": support.stdio("changing")}, backend=Recording()) as hub:
+        assert await hub.wait_ready(timeout=30)
+        loop_nice = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        async with anyio.create_task_group() as tasks:
+            for _ in range(8):
+                tasks.start_soon(hub.asearch, "create a note")
+        writers.clear()
+        add = {"name": "notes_archive", "description": "Archive a note."}
+        assert not (await hub.call_tool("mcp__notes__admin_add_tool", add)).is_error
+        assert await hub.wait_until(lambda h: h.tool("mcp__notes__notes_archive") is not None, 10)
+        assert await hub.wait_indexed(timeout=10)
+        assert writers and all(nice == loop_nice for nice in writers), (writers, loop_nice)
+
+
 async def test_calls_do_not_wait_behind_an_index_update() -> None:
     backend = Switchable()
     async with hub_for({"notes": support.stdio("changing")}, backend=backend) as hub:

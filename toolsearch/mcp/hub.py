@@ -19,8 +19,10 @@ engine over their tools current while they come and go:
   large server connecting) builds a new engine aside while searches use the current one;
 - a backend that fails to write (a database outage) keeps every server: the update is retried
   until it succeeds, and the engine then re-indexes the whole pool (docs/concurrency.md);
-- searches from :meth:`McpHub.asearch` run in worker threads, at most ``search_threads`` at a
-  time, so calls, listings and health answers never wait behind them.
+- searches from :meth:`McpHub.asearch` run in the hub's own threads, at most
+  ``search_threads`` at a time and at a lower CPU priority (:data:`SEARCH_NICE`), so calls,
+  listings and health answers never wait behind them; index updates never run in those
+  threads.
 
 Deny rules (docs/reference-behaviour.md §6) are applied before the engine sees a tool, so a
 denied tool is neither found nor callable. Calls forward to the tool's server; whatever goes
@@ -35,8 +37,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import os
-import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -63,6 +63,7 @@ from toolsearch.mcp.client import (
     require_sdk,
 )
 from toolsearch.mcp.config import McpConfig, ServerConfig, check_tool_prefixes
+from toolsearch.mcp.search_threads import SearchThreads
 from toolsearch.permissions import DenyRule, filter_denied, parse_rules, unmatched_rules
 from toolsearch.tool import MCP_PREFIX, Tool, normalize_name_part
 
@@ -304,7 +305,7 @@ class McpHub:
         #: Connected servers whose tools have been searchable at least once.
         self._searchable: set[str] = set()
         self._dirty = anyio.Event()
-        self._limiter: anyio.CapacityLimiter | None = None
+        self._searchers = SearchThreads(search_threads, SEARCH_NICE)
         self.index_error: str | None = None
         self._engine_options: dict[str, Any] = {
             "backend": backend,
@@ -328,7 +329,7 @@ class McpHub:
         stack = contextlib.AsyncExitStack()
         tasks = await stack.enter_async_context(anyio.create_task_group())
         stack.callback(tasks.cancel_scope.cancel)
-        self._limiter = anyio.CapacityLimiter(self.search_threads)
+        stack.callback(self._search_threads().close)
         tasks.start_soon(self._index_loop, name="toolsearch index updates")
         for connection in self._connections.values():
             tasks.start_soon(connection.run, name=f"mcp server {connection.name}")
@@ -622,18 +623,22 @@ class McpHub:
     async def asearch(
         self, query: str | Sequence[str], max_results: int = DEFAULT_MAX_RESULTS
     ) -> HubSearchResult:
-        """:meth:`search` (or, for a list of queries, :meth:`search_many`) in a worker thread,
-        at most ``search_threads`` at once, so the event loop stays free for calls."""
+        """:meth:`search` (or, for a list of queries, :meth:`search_many`) in one of the hub's
+        search threads, at most ``search_threads`` at once, so the event loop stays free for
+        calls."""
         if not isinstance(query, str) and (isinstance(query, bytes) or not query):
             raise QueryError("queries must be a non-empty list of strings")
-        limiter = self._limiter or anyio.CapacityLimiter(self.search_threads)
         if isinstance(query, str):
             run = functools.partial(self.search, query, max_results)
         else:
             run = functools.partial(self.search_many, list(query), max_results)
-        return await anyio.to_thread.run_sync(
-            _behind_the_loop, run, limiter=limiter, abandon_on_cancel=True
-        )
+        return await self._search_threads().run(run)
+
+    def _search_threads(self) -> SearchThreads:
+        """The hub's search threads (made again after the hub stopped and closed them)."""
+        if self._searchers.closed:
+            self._searchers = SearchThreads(self.search_threads, SEARCH_NICE)
+        return self._searchers
 
     def _hub_result(self, result: SearchResult) -> HubSearchResult:
         found = {name: self.tool(name) for name in result.names}
@@ -701,18 +706,6 @@ class McpHub:
     async def refresh(self, server: str) -> None:
         """Re-list one server's tools now (as its list-changed notification would)."""
         self.connection(server).request_refresh()
-
-
-def _behind_the_loop(run: Callable[[], HubSearchResult]) -> HubSearchResult:
-    """Run a search in a worker thread at a lower CPU priority (:data:`SEARCH_NICE`) than
-    the event loop's thread — Linux schedules each thread on its own — so a saturated machine
-    still answers calls first (docs/concurrency.md)."""
-    tid = threading.get_native_id()
-    with contextlib.suppress(AttributeError, OSError):  # no per-thread priority here
-        lower = min(19, os.getpriority(os.PRIO_PROCESS, os.getpid()) + SEARCH_NICE)
-        if os.getpriority(os.PRIO_PROCESS, tid) < lower:
-            os.setpriority(os.PRIO_PROCESS, tid, lower)
-    return run()
 
 
 def _reason(connection: McpServerConnection, had_tools: bool) -> str:
