@@ -402,3 +402,20 @@ def test_a_taken_port_is_a_config_error() -> None:
         port = taken.getsockname()[1]
         with pytest.raises(ConfigError, match=rf"cannot listen on 127\.0\.0\.1:{port}"):
             listening_socket("127.0.0.1", port)
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(60)
+async def test_the_sdk_checks_a_calls_headers_without_running_tools_list() -> None:
+    """For each ``tools/call`` over streamable HTTP the SDK looks up the tool's input schema
+    to check ``Mcp-Param-*`` headers; without ``get_tool_input_schema`` it ran the gateway's
+    whole ``tools/list`` handler, a second request's work for every search."""
+    from toolsearch.mcp.config import parse_mcp_config
+
+    hub = McpHub(parse_mcp_config(support.config()), backend="keyword")
+    gateway = Gateway(hub)
+    server = gateway.server()
+    assert server.get_tool_input_schema is not None
+    for tool in gateway.tool_definitions():
+        assert server.get_tool_input_schema(tool["name"]) == tool["inputSchema"]
+    assert server.get_tool_input_schema("mcp__other__tool") is None

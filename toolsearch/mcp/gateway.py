@@ -330,7 +330,9 @@ class Gateway:
 
         from toolsearch import __version__
 
-        listing = types.ListToolsResult.model_validate({"tools": self.tool_definitions()})
+        definitions = self.tool_definitions()
+        listing = types.ListToolsResult.model_validate({"tools": definitions})
+        schemas = {tool["name"]: tool["inputSchema"] for tool in definitions}
 
         async def list_tools(
             ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -351,6 +353,9 @@ class Gateway:
             "to run it.",
             on_list_tools=list_tools,
             on_call_tool=call_tool,
+            # without it the SDK runs the tools/list handler on every tools/call to check
+            # Mcp-Param-* headers: a second request's work for each search
+            get_tool_input_schema=schemas.get,
         )
 
     async def run_stdio(self) -> None:
