@@ -94,7 +94,7 @@ UPDATE_INTERVAL = 0.5
 #: How much nicer search threads are than the process's main thread (its event loop), so a
 #: saturated machine serves calls first.
 SEARCH_NICE = 10
-#: Searches run at once in worker threads by default.
+#: Searches run at once in the hub's search threads by default.
 DEFAULT_SEARCH_THREADS = 4
 #: Seconds between attempts to apply an index update that failed (doubling up to the last).
 _RETRY_DELAYS = (0.25, 0.5, 1.0, 2.0)
