@@ -7,8 +7,10 @@ For each group of :data:`broad_model.FOLDS`, a model trained without that group'
 each source it never saw, against the untuned all-MiniLM-L6-v2 (``base``) and the shipped model
 (``previous``, trained on the dev requests of mcp-workbench, metatool and bfcl; read from the
 git history at :data:`PREVIOUS_COMMIT`, so the table stays reproducible once it is replaced).
-ranx paired t-tests, p < 0.05, no correction. The candidate trained on every source (``broad``)
-is scored on every test split too: in-domain for all (their dev halves were trained on).
+ranx paired t-tests, p < 0.05, no correction. The candidates trained on every source (``broad``
+at one budget for all, ``combined`` with the shipped model's own three samples unchanged) are
+scored on every test split too: in-domain for all (their dev halves were trained on). Rankings
+are cached on disk by model and sample (``$TOOLSEARCH_CACHE_DIR/lodo_runs``).
 
 **Siblings**: among a test split's queries whose gold tool has siblings (other tools of its
 server or API, :func:`toolsearch.backends.fine_tuning.sibling_group`), hit@1 of each model.
@@ -25,11 +27,19 @@ from io import BytesIO
 from pathlib import Path
 from typing import Any
 
-from lab.broad_model import FOLD_PER_SOURCE, FOLDS, SOURCES, fold_model, shipped_candidate
+from lab.broad_model import (
+    FOLD_PER_SOURCE,
+    FOLDS,
+    SOURCES,
+    broad_candidate,
+    combined_candidate,
+    fold_model,
+)
 from lab.fine_tune import ranked
 from lab.member_runs import DEPTH, Sample, load_sample
 from lab.tuned_models import RECIPE, base_path
 from toolsearch.backends.embedding import default_cache_dir
+from toolsearch.backends.encoders import model_fingerprint
 from toolsearch.backends.fine_tuning import load_trainable, sibling_group
 from toolsearch.bench.metrics import parse_metrics, per_query_scores
 from toolsearch.bench.significance import compare_backends
@@ -41,6 +51,10 @@ LIMIT = 1000
 #: The last commit whose shipped model was trained on three datasets only.
 PREVIOUS_COMMIT = "f453b4f1d8ac15581d9d91fbeb29f5cfe18d6fa1"
 MODEL_DIR = "toolsearch/models/toolsearch-minilm-l6"
+
+#: Models trained on every source: at the same budget for each, and with the shipped model's
+#: three samples unchanged (``broad_model.combined_candidate``).
+CANDIDATES = ("broad", "combined")
 
 Runs = dict[str, dict[str, list[str]]]
 
@@ -64,6 +78,21 @@ def previous_model() -> Path:
                     assert extracted is not None
                     target.write_bytes(extracted.read())
     return folder
+
+
+def model_runs(path: Path, samples: dict[str, Sample]) -> dict[str, dict[str, list[str]]]:
+    """The ranking of the model at ``path`` for each sample, cached on disk by the model's
+    fingerprint and the sample's key (encoding every test catalogue takes minutes)."""
+    folder = Path(default_cache_dir()) / "lodo_runs"
+    folder.mkdir(parents=True, exist_ok=True)
+    model, out = None, {}
+    for name, sample in samples.items():
+        file = folder / f"{model_fingerprint(path)}-{name}-{sample.key(LIMIT)}.json"
+        if not file.is_file():
+            model = model or load_trainable(path, RECIPE)
+            file.write_text(json.dumps(ranked(model, sample)), encoding="utf-8")
+        out[name] = json.loads(file.read_text(encoding="utf-8"))
+    return out
 
 
 def scored(sample: Sample, runs: Runs, against: str) -> dict[str, Any]:
@@ -118,21 +147,21 @@ def siblings(sample: Sample, runs: Runs) -> dict[str, Any]:
 
 
 def measure(limit: int = LIMIT) -> dict[str, Any]:
-    """Every fold's left-out scores, the broad model's in-domain scores, and siblings."""
+    """Every fold's left-out scores, the broad models' in-domain scores, and siblings."""
     models = {
-        "base": load_trainable(base_path(), RECIPE),
-        "previous": load_trainable(previous_model(), RECIPE),
-        "broad": load_trainable(shipped_candidate(), RECIPE),
+        "base": base_path(),
+        "previous": previous_model(),
+        "broad": broad_candidate(),
+        "combined": combined_candidate(),
     }
     test = {name: load_sample(name, "test", limit) for name in SOURCES}
-    runs = {name: {m: ranked(model, test[name]) for m, model in models.items()} for name in test}
+    by_model = {m: model_runs(path, test) for m, path in models.items()}
+    runs = {name: {m: by_model[m][name] for m in models} for name in test}
     folds: dict[str, Any] = {}
     for fold, left_out in FOLDS.items():
         path = fold_model(fold)
-        fold_runs = {}
-        model = load_trainable(path, RECIPE)
+        fold_runs = model_runs(path, {name: test[name] for name in left_out})
         for name in left_out:
-            fold_runs[name] = ranked(model, test[name])
             runs[name]["fold"] = fold_runs[name]
         training = json.loads((path / "toolsearch-training.json").read_text(encoding="utf-8"))
         folds[fold] = {
@@ -146,7 +175,14 @@ def measure(limit: int = LIMIT) -> dict[str, Any]:
             },
         }
     in_domain = {
-        name: scored(test[name], {m: runs[name][m] for m in ("base", "previous", "broad")}, "broad")
+        name: {
+            candidate: scored(
+                test[name],
+                {m: runs[name][m] for m in ("base", "previous", candidate)},
+                candidate,
+            )
+            for candidate in CANDIDATES
+        }
         for name in test
     }
     return {
@@ -193,32 +229,45 @@ def markdown(data: dict[str, Any]) -> str:
         f"(at most {data['fold_per_source']} pairs a dataset, one pass). After the values, "
         "`†`: the fold model differs from base, `*`: from previous (paired t-test, p < 0.05).",
         "",
-        "| dataset (test) | queries | ndcg@10 base / previous / broad | recall@5 | hit@1 |",
+        "| dataset (test) | queries | ndcg@10 base / previous / broad / combined "
+        "| recall@5 | hit@1 |",
         "|---|---:|---:|---:|---:|",
     ]
-    broad = ("base", "previous", "broad")
     for name, result in data["in_domain"].items():
-        cells = " | ".join(_cell(result, m, broad) for m in METRICS)
-        lines.append(f"| {name} | {result['queries']} | {cells} |")
+        cells = " | ".join(_candidates_cell(result, m) for m in METRICS)
+        lines.append(f"| {name} | {result['broad']['queries']} | {cells} |")
     lines += [
         "",
-        "`broad`: the model trained on the dev requests of every dataset (in-domain here); "
-        "`†` and `*` as above, for broad.",
+        "`broad`: the model trained on the dev requests of every dataset, at most "
+        "700 pairs each; `combined`: the shipped model's own training requests unchanged "
+        "plus the other eight datasets at that budget (in-domain here, for both). After each "
+        "candidate's value, `*`: it differs from previous (paired t-test, p < 0.05).",
     ]
     return "\n".join(lines)
+
+
+def _candidates_cell(result: dict[str, Any], metric: str) -> str:
+    """base / previous / each candidate, a candidate marked `*` where it differs from previous."""
+    first = result[CANDIDATES[0]]["means"]
+    values = [f"{first[n][metric]:.3f}" for n in ("base", "previous")]
+    for candidate in CANDIDATES:
+        got = result[candidate]
+        mark = "*" if got["versus"]["previous"][metric]["significant"] else ""
+        values.append(f"{got['means'][candidate][metric]:.3f}{mark}")
+    return " / ".join(values)
 
 
 def sibling_markdown(data: dict[str, Any]) -> str:
     """hit@1 among queries whose one gold tool has same-server siblings."""
     lines = [
-        "| dataset (test) | queries with siblings | hit@1 base | previous | broad | fold |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| dataset (test) | queries with siblings | hit@1 base | previous | broad | combined "
+        "| fold |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for name, got in data["siblings"].items():
         if got["queries"]:
-            values = " | ".join(
-                f"{got[m]:.3f}" if m in got else "-" for m in ("base", "previous", "broad", "fold")
-            )
+            columns = ("base", "previous", *CANDIDATES, "fold")
+            values = " | ".join(f"{got[m]:.3f}" if m in got else "-" for m in columns)
             lines.append(f"| {name} | {got['queries']} | {values} |")
     lines += [
         "",

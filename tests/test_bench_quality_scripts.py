@@ -488,6 +488,18 @@ def test_broad_training_caps_each_tool_and_source_and_reads_dev_only() -> None:
     assert sum(len(s) for s in broad.FOLDS.values()) == len(broad.SOURCES)
 
 
+@needs_public_sets
+def test_the_combined_candidate_keeps_the_shipped_samples_whole() -> None:
+    broad = _script("broad_model")
+    from lab.member_runs import load_sample
+
+    whole = broad.source_queries("bfcl", 120, full=("bfcl",))[1]
+    assert [q.id for q in whole] == [q.id for q in load_sample("bfcl", "dev", 1000).queries]
+    capped = broad.source_queries("bfcl", 120, full=("metatool",))[1]
+    assert capped == broad.training_queries("bfcl", broad.PER_TOOL, 120)[1]
+    assert len(capped) < len(whole)
+
+
 def test_the_broad_model_card_names_every_source_and_licence() -> None:
     broad = _script("broad_model")
     record = {
@@ -501,6 +513,9 @@ def test_the_broad_model_card_names_every_source_and_licence() -> None:
     card = broad.card(record)
     assert "| sgd | 10 | CC BY-SA 4.0 |" in card and "| bfcl | 20 | Apache-2.0 |" in card
     assert "python -m lab.broad_model" in card and "33 request/tool pairs" in card
+    assert "whole dev samples" not in card
+    combined = broad.card({**record, "full_samples": ["bfcl"]})
+    assert "except bfcl, whose whole dev samples" in combined
 
 
 def test_sibling_queries_are_one_tool_queries_whose_server_has_other_tools() -> None:
