@@ -46,13 +46,21 @@ class Churn:
         return [
             types.Tool(
                 name=f"{self.prefix}_{i}",
-                # the same few words in every revision: a change never adds vocabulary
-                description=f"{self.prefix.title()} {i}: {self.prefix} {WORDS[i % len(WORDS)]} "
-                f"{WORDS[(i + self.revision) % len(WORDS)]}.",
+                description=self.description(i),
                 input_schema=SCHEMA,
             )
             for i in range(self.count)
         ]
+
+    def description(self, i: int) -> str:
+        """Tool ``i``'s description in this revision: a change every revision (a new content
+        hash to index), made of the same words in another order, so it never adds vocabulary
+        and moves no ranking of a word-bag scorer (the benchmark's hashing encoder, ts_rank):
+        the answers to every other server's queries stay the same whenever they are asked."""
+        words = [WORDS[i % len(WORDS)], WORDS[(i + 3) % len(WORDS)]]
+        if self.revision % 2:
+            words.reverse()
+        return f"{self.prefix.title()} {i}: {self.prefix} {' '.join(words)}."
 
     async def announce(self) -> None:
         self.revision += 1
