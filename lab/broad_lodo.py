@@ -30,6 +30,7 @@ from typing import Any
 from lab.broad_model import (
     FOLD_PER_SOURCE,
     FOLDS,
+    PER_SOURCE,
     SOURCES,
     broad_candidate,
     combined_candidate,
@@ -85,9 +86,9 @@ def model_runs(path: Path, samples: dict[str, Sample]) -> dict[str, dict[str, li
     fingerprint and the sample's key (encoding every test catalogue takes minutes)."""
     folder = Path(default_cache_dir()) / "lodo_runs"
     folder.mkdir(parents=True, exist_ok=True)
-    model, out = None, {}
+    model, out, fingerprint = None, {}, model_fingerprint(path)
     for name, sample in samples.items():
-        file = folder / f"{model_fingerprint(path)}-{name}-{sample.key(LIMIT)}.json"
+        file = folder / f"{fingerprint}-{name}-{sample.key(LIMIT)}.json"
         if not file.is_file():
             model = model or load_trainable(path, RECIPE)
             file.write_text(json.dumps(ranked(model, sample)), encoding="utf-8")
@@ -239,7 +240,7 @@ def markdown(data: dict[str, Any]) -> str:
     lines += [
         "",
         "`broad`: the model trained on the dev requests of every dataset, at most "
-        "700 pairs each; `combined`: the shipped model's own training requests unchanged "
+        f"{PER_SOURCE} pairs each; `combined`: the shipped model's own training requests unchanged "
         "plus the other eight datasets at that budget (in-domain here, for both). After each "
         "candidate's value, `*`: it differs from previous (paired t-test, p < 0.05).",
     ]
