@@ -452,6 +452,21 @@ def test_cli_bench_writes_artefacts_and_gates(
     assert "regression: fixture/keyword: recall@1" in capsys.readouterr().out
 
 
+def test_cli_bench_option_reaches_the_hybrids_member_of_that_name(
+    fixture_dir: Path, tmp_path: Path
+) -> None:
+    """``--option bm25.k1=…`` sets the hybrid's bm25 member too, as ``[backends.bm25]`` does
+    (docs/configuration.md); it used to reach the bm25 backend alone, silently."""
+    out = tmp_path / "out.json"
+    only_bm25 = '--option=hybrid.members={"bm25": 1.0}'
+    for backends in ("hybrid,bm25", "hybrid"):
+        args = ["bench", "--dataset", str(fixture_dir), "--quiet", "--backend", backends]
+        assert main([*args, only_bm25, "--option", "bm25.k1=0.5", "--json-out", str(out)]) == 0
+        ran = next(iter(json.loads(out.read_text())["datasets"].values()))["backends"]
+        assert ran["hybrid"]["params"]["member_params"]["bm25"]["k1"] == 0.5
+        assert "bm25" not in ran or ran["bm25"]["params"]["k1"] == 0.5
+
+
 def test_cli_bench_errors(
     fixture_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -464,6 +479,8 @@ def test_cli_bench_errors(
     assert "expected BACKEND.KEY=VALUE" in capsys.readouterr().err
     assert main([*base, "--backend", "keyword", "--option", "bm25.k1=1.2"]) == 2
     assert "--option names backend(s) bm25 that are not being run" in capsys.readouterr().err
+    assert main([*base, "--backend", "hybrid", "--option", "fts5.k=1"]) == 2
+    assert "not being run (hybrid) or members of a hybrid" in capsys.readouterr().err
     assert main([*base, "--backend", "keyword", "--option", "keyword.nope=1"]) == 2
     assert "rejected options ['nope']" in capsys.readouterr().err
     assert main([*base, "--max-drop", "0.1"]) == 2

@@ -45,7 +45,7 @@ import os
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +107,26 @@ class Settings:
     def options_for(self, backend: str) -> dict[str, Any]:
         """Constructor options configured for ``backend``."""
         return dict(self.backend_options.get(backend, {}))
+
+    def with_backend_options(
+        self, options: Mapping[str, Mapping[str, Any]], source: str
+    ) -> Settings:
+        """These settings with ``options`` laid over each backend's table key by key, as a
+        layer above every file (``source`` names it): a hybrid member then inherits them as it
+        inherits ``[backends.<name>]``."""
+        merged = {name: {**self.options_for(name), **given} for name, given in options.items()}
+        sources = {name: (*self.option_sources.get(name, ()), source) for name in options}
+        return replace(
+            self,
+            backend_options={**self.backend_options, **merged},
+            option_sources={**self.option_sources, **sources},
+        )
+
+    def member_names(self, backend: str) -> list[str]:
+        """The members a ``backend`` built from these settings has (none unless a hybrid)."""
+        if backend != "hybrid":
+            return []
+        return _hybrid_members(self.options_for(backend).get("members"))
 
     def build_options(
         self, backend: str, overrides: Mapping[str, Any] | None = None

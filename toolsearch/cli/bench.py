@@ -98,7 +98,8 @@ def _add_selection(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="BACKEND.KEY=VALUE",
         help="a backend constructor option (VALUE read as JSON, else as text), e.g. "
-        "embedding.threads=1; repeatable; overrides the config file",
+        "embedding.threads=1; repeatable; overrides the config file, and reaches the hybrid's "
+        "member of that name as the config file's [backends.NAME] does",
     )
 
 
@@ -331,16 +332,18 @@ def _specs(args: argparse.Namespace, show_bars: bool) -> tuple[list[Any], dict[s
         if not names:
             raise BenchError("no backend is installed; see `toolsearch backends`")
     overrides = _parse_options(args.option)
-    unknown = sorted(set(overrides) - set(names))
+    # an option for a backend reaches the hybrid's member of that name too, as the config
+    # file's [backends.<name>] does (docs/configuration.md)
+    settings = settings.with_backend_options(overrides, "--option")
+    used = set(names).union(*(settings.member_names(name) for name in names))
+    unknown = sorted(set(overrides) - used)
     if unknown:
         raise BenchError(
             f"--option names backend(s) {', '.join(unknown)} that are not being run "
-            f"({', '.join(names)})"
+            f"({', '.join(names)}) or members of a hybrid that is"
         )
     specs = [
-        BackendSpec.registered(
-            name, settings.build_options(name, overrides.get(name)), progress=show_bars
-        )
+        BackendSpec.registered(name, settings.build_options(name), progress=show_bars)
         for name in names
     ]
     return specs, skipped
