@@ -1,6 +1,6 @@
 """Models trained on every labelled public tool-retrieval set, and their leave-one-out folds.
 
-    python -m lab.broad_model        # trains the candidate (or finds it); prints its folder
+    python -m lab.broad_model        # makes the soup candidate (or finds it); prints its folder
 
 The bundled all-MiniLM-L6-v2 (:data:`BASE_MODEL`) is trained with :data:`RECIPE` on the **dev**
 requests of the eleven datasets of :data:`SOURCES`: the bundled mcp-workbench and the public
@@ -11,12 +11,14 @@ source, so SGD's 35,000 requests over 88 intents count no more than BFCL's 1,287
 Each pair meets one mined hard negative, taken from the gold tool's own server or API where one
 qualifies (siblings: the verbs a request must be told apart by). Test splits are never read.
 
-Two candidates: :func:`broad_candidate` caps every source alike; :func:`combined_candidate`
-(the command above) keeps the shipped model's own training requests whole — the 1,000-request
-dev samples of mcp-workbench, MetaTool and BFCL — and adds the eight other sources at the cap.
-Neither is the shipped model: measured by ``lab/broad_lodo.py``, each loses significantly on
-one of the three datasets the shipped model trained on, see lab/retrieval.md, "Training on
-broad public data". Use one with ``model = "<folder>"`` in ``[backends.embedding]``.
+Three candidates: :func:`broad_candidate` caps every source alike; :func:`combined_candidate`
+keeps the shipped model's own training requests whole — the 1,000-request dev samples of
+mcp-workbench, MetaTool and BFCL — and adds the eight other sources at the cap;
+:func:`soup_candidate` (the command above) averages the combined model's weights with the
+three-dataset model's (a uniform model soup, :func:`average`), which keeps most of the combined
+model's gains without its one significant loss (MetaTool). None is the shipped model yet:
+measured by ``lab/broad_lodo.py``, see lab/retrieval.md, "Training on broad public data".
+Use one with ``model = "<folder>"`` in ``[backends.embedding]``.
 Leave-one-out evidence trains the same way without one group of :data:`FOLDS`, on a smaller
 budget (:data:`FOLD_PER_SOURCE`, one pass). Models are cached under
 ``$TOOLSEARCH_CACHE_DIR/fine_tuned`` by a key of the recipe, base model and training requests.
@@ -37,6 +39,7 @@ from typing import Any
 
 import fasteners
 
+from lab import tuned_models
 from lab.member_runs import DATASETS, load_sample
 from lab.tuned_models import LIMIT, base_path, stored_fidelity
 from toolsearch.backends.embedding import DEFAULT_FIELDS, DEFAULT_MAX_WORDS, default_cache_dir
@@ -211,6 +214,65 @@ def combined_candidate() -> Path:
     return cached_model(tuple(SOURCES), "combined", PER_SOURCE, RECIPE, full=DATASETS)
 
 
+def soup_candidate() -> Path:
+    """The candidate for shipping: the uniform average of the three-dataset model
+    (``tuned_models``' recipe on the shipped samples) and :func:`combined_candidate`."""
+    return averaged_model((tuned_models.shipped_recipe_model(), combined_candidate()), "soup")
+
+
+def fold_soup(fold: str) -> Path:
+    """The soup made the same way without fold ``fold``'s sources: the three-dataset model
+    trained without the fold's bundled dataset (each fold holds at most one) averaged with
+    :func:`fold_model`."""
+    bundled = [name for name in DATASETS if name in FOLDS[fold]]
+    narrow = tuned_models.fold_model(bundled[0]) if bundled else tuned_models.shipped_recipe_model()
+    return averaged_model((narrow, fold_model(fold)), f"soup-without-{fold}")
+
+
+def averaged_model(parts: Sequence[Path], label: str) -> Path:
+    """The uniform weight average of the models at ``parts`` (all fine-tuned from
+    :data:`BASE_MODEL`), from the cache (made now if missing)."""
+    key = hashlib.sha256(json.dumps([model_fingerprint(p) for p in parts]).encode()).hexdigest()
+    folder = Path(default_cache_dir()) / "fine_tuned" / f"{label}-{key[:16]}"
+    with fasteners.InterProcessLock(str(folder) + ".lock"):
+        if not (folder / "toolsearch-training.json").is_file():
+            average(parts, folder)
+    return folder
+
+
+def average(parts: Sequence[Path], out: Path) -> dict[str, Any]:
+    """Save the uniform average of the weights of the models at ``parts`` to ``out`` (a model
+    soup, Wortsman et al. 2022: models fine-tuned from one base average into one that keeps
+    much of each one's gains). Weights are averaged in float32; integer buffers are kept."""
+    import torch
+
+    models = [load_trainable(path, RECIPE) for path in parts]
+    states = [model.state_dict() for model in models]
+    merged = {
+        name: torch.stack([s[name].float() for s in states]).mean(0).to(tensor.dtype)
+        if tensor.is_floating_point()
+        else tensor
+        for name, tensor in states[0].items()
+    }
+    models[0].load_state_dict(merged)
+    ingredients = [
+        json.loads((path / "toolsearch-training.json").read_text(encoding="utf-8"))
+        for path in parts
+    ]
+    record = {
+        "base_model": BASE_MODEL,
+        "soup": [
+            {"folder": path.name, **got} for path, got in zip(parts, ingredients, strict=True)
+        ],
+    }
+    if out.exists():
+        shutil.rmtree(out)
+    save_model(models[0], out, record)
+    record["stored_cosine_min"] = stored_fidelity(models[0], out)
+    (out / "toolsearch-training.json").write_text(json.dumps(record, indent=2) + "\n")
+    return record
+
+
 def fold_model(fold: str) -> Path:
     """The model trained without fold ``fold``'s sources, at the fold budget."""
     kept = tuple(s for s in SOURCES if s not in FOLDS[fold])
@@ -218,24 +280,39 @@ def fold_model(fold: str) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Train the combined candidate (or find it in the cache), write its model card into its
-    folder and print the folder.
+    """Make the soup candidate (training its two models, or finding them in the cache), write
+    its model card into its folder and print the folder.
 
     It takes no options; ``--help`` says what it does instead of starting to train."""
     argparse.ArgumentParser(description=(main.__doc__ or "").split("\n\n")[0]).parse_args(argv)
-    trained = combined_candidate()
-    record = json.loads((trained / "toolsearch-training.json").read_text(encoding="utf-8"))
-    (trained / "README.md").write_text(card(record), encoding="utf-8")
-    print(trained)
+    made = soup_candidate()
+    record = json.loads((made / "toolsearch-training.json").read_text(encoding="utf-8"))
+    (made / "README.md").write_text(card(record), encoding="utf-8")
+    print(made)
     return 0
 
 
 def card(record: dict[str, Any]) -> str:
-    """The model card: what the model is, what it was trained on and under which licences."""
-    rows = "\n".join(
-        f"| {name} | {count} | {record['licences'][name]} |"
-        for name, count in record["requests"].items()
+    """The model card: what the model is, what it was trained on and under which licences.
+    A soup's card describes both of its trainings; the broad one lists the datasets."""
+    if "soup" not in record:
+        what = "fine-tuned for tool retrieval on broad public data"
+        return _card_text(what, _training(record), record)
+    narrow, broad = record["soup"]
+    what = (
+        "for tool retrieval: the uniform average of the weights (a model soup) of two models "
+        "fine-tuned from it on **dev** requests only"
     )
+    training = (
+        f"The first ({narrow['folder']}) is `lab.tuned_models`' recipe on the dev samples of "
+        f"{', '.join(narrow['datasets'])} ({narrow['pairs']} request/tool pairs, "
+        f"{narrow['recipe']['epochs']} passes, seed {narrow['recipe']['seed']}). The second "
+        f"({broad['folder']}): {_training(broad)}"
+    )
+    return _card_text(what, training, broad)
+
+
+def _training(record: dict[str, Any]) -> str:
     whole = record.get("full_samples") or []
     kept = (
         f", except {', '.join(whole)}, whose whole dev samples (the shipped model's training "
@@ -243,17 +320,26 @@ def card(record: dict[str, Any]) -> str:
         if whole
         else ""
     )
-    epochs = record["recipe"]["epochs"]
     return (
-        "# toolsearch-minilm-l6, broad\n\n"
-        "all-MiniLM-L6-v2 fine-tuned for tool retrieval on broad public data (not the shipped "
-        "default; see lab/retrieval.md). Weights stored in float16, loaded as float32.\n\n"
-        f"Trained on {record['pairs']} request/tool pairs from the **dev** requests of "
+        f"trained on {record['pairs']} request/tool pairs from the **dev** requests of "
         f"{len(record['requests'])} public tool-retrieval datasets (at most "
         f"{record['per_tool']} requests per gold tool and {record['per_source']} pairs per "
-        f"dataset{kept}), {epochs} passes, seed {record['recipe']['seed']}; in-batch negatives "
-        "plus one mined hard negative per pair, taken from the gold tool's own server or API "
-        "where one qualifies.\n\n"
+        f"dataset{kept}), {record['recipe']['epochs']} passes, seed "
+        f"{record['recipe']['seed']}; in-batch negatives plus one mined hard negative per pair, "
+        "taken from the gold tool's own server or API where one qualifies."
+    )
+
+
+def _card_text(what: str, training: str, broad: dict[str, Any]) -> str:
+    rows = "\n".join(
+        f"| {name} | {count} | {broad['licences'][name]} |"
+        for name, count in broad["requests"].items()
+    )
+    return (
+        "# toolsearch-minilm-l6, broad\n\n"
+        f"all-MiniLM-L6-v2 {what} (not the shipped default; see lab/retrieval.md). Weights "
+        "stored in float16, loaded as float32.\n\n"
+        f"{training[0].upper()}{training[1:]}\n\n"
         "| dataset | requests | licence |\n|---|---|---|\n"
         f"{rows}\n\n"
         "The datasets are those of `../shared/datasets` (sources and conversion notes in its "

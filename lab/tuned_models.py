@@ -158,13 +158,18 @@ def cached_model(
     return folder
 
 
+def shipped_recipe_model() -> Path:
+    """The model the recipe trains on all three datasets (from the cache, else trained now)."""
+    return cached_model(DATASETS, "all")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Install the model the recipe trains on all three datasets (from the cache, where
     ``metadata_pairs.py`` also looks for it, else trained now) as the shipped model.
 
     It takes no options; ``--help`` says what it does instead of starting to train."""
     argparse.ArgumentParser(description=(main.__doc__ or "").split("\n\n")[0]).parse_args(argv)
-    trained = cached_model(DATASETS, "all")
+    trained = shipped_recipe_model()
     if SHIPPED_MODEL_PATH.exists():
         shutil.rmtree(SHIPPED_MODEL_PATH)
     shutil.copytree(trained, SHIPPED_MODEL_PATH)

@@ -518,6 +518,48 @@ def test_the_broad_model_card_names_every_source_and_licence() -> None:
     assert "except bfcl, whose whole dev samples" in combined
 
 
+def test_a_soup_card_describes_both_trainings_and_every_licence() -> None:
+    broad = _script("broad_model")
+    wide = {
+        "folder": "combined-1",
+        "requests": {"sgd": 10, "bfcl": 20},
+        "licences": {"sgd": "CC BY-SA 4.0", "bfcl": "Apache-2.0"},
+        "pairs": 33,
+        "per_tool": 6,
+        "per_source": 700,
+        "full_samples": ["bfcl"],
+        "recipe": {"epochs": 2, "seed": 42},
+    }
+    narrow = {"folder": "all-2", "datasets": ["bfcl"], "pairs": 20, "recipe": wide["recipe"]}
+    card = broad.card({"soup": [narrow, wide]})
+    assert "model soup" in card and "all-2" in card and "combined-1" in card
+    assert "20 request/tool pairs" in card and "33 request/tool pairs" in card
+    assert "| sgd | 10 | CC BY-SA 4.0 |" in card and "except bfcl" in card
+
+
+def test_a_soup_averages_float_weights_and_keeps_integer_buffers(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("sentence_transformers")
+    broad = _script("broad_model")
+    from toolsearch.backends.fine_tuning import load_trainable, save_model
+
+    first = broad.load_trainable(broad.base_path(), broad.RECIPE)
+    save_model(first, tmp_path / "a", {"pairs": 1})
+    state = first.state_dict()
+    tripled = {k: v * 3 if v.is_floating_point() else v for k, v in state.items()}
+    first.load_state_dict(tripled)
+    save_model(first, tmp_path / "b", {"pairs": 2})
+    record = broad.average([tmp_path / "a", tmp_path / "b"], tmp_path / "soup")
+    assert [got["pairs"] for got in record["soup"]] == [1, 2]
+    merged = load_trainable(tmp_path / "soup", broad.RECIPE).state_dict()
+    stored = load_trainable(tmp_path / "a", broad.RECIPE).state_dict()
+    for name, tensor in stored.items():
+        if tensor.is_floating_point():  # (x + 3x) / 2, within float16 storage
+            assert torch.allclose(merged[name], 2 * tensor, rtol=2e-3, atol=1e-3), name
+        else:
+            assert torch.equal(merged[name], tensor), name
+
+
 def test_sibling_queries_are_one_tool_queries_whose_server_has_other_tools() -> None:
     from toolsearch.dataset import Dataset, Query
     from toolsearch.tool import Tool
