@@ -53,6 +53,7 @@ from itertools import chain
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from toolsearch.backend import BaseBackend, Hit
+from toolsearch.backends.tool_text import param_descriptions_text
 from toolsearch.errors import ConfigError
 from toolsearch.query import ParsedQuery
 from toolsearch.stemming import TermNormaliser
@@ -61,6 +62,7 @@ from toolsearch.tokenize import (
     SchemaCache,
     check_field_weights,
     query_tokens,
+    tokenize,
     tool_fields,
     weighted_tokens,
 )
@@ -543,7 +545,9 @@ class BM25Backend(BaseBackend):
     repetitions per field, merged over the defaults), ``engine`` (``"numpy"`` or the
     ``"rank_bm25"`` reference), ``stem`` (Snowball stems, PyStemmer) and ``stopwords`` (drop
     function words), both applied to tools and queries alike (:mod:`toolsearch.stemming`) and
-    on by default, as stock BM25 libraries set up English (docs/backends.md).
+    on by default, as stock BM25 libraries set up English; ``param_descriptions`` (on by
+    default) counts each parameter's description as words of the tool's description, as a
+    stock library indexing the tool's whole text does (docs/backends.md).
     """
 
     name: ClassVar[str] = "bm25"
@@ -564,12 +568,19 @@ class BM25Backend(BaseBackend):
         engine: str = "numpy",
         stem: bool = True,
         stopwords: bool = True,
+        param_descriptions: bool = True,
     ) -> None:
         super().__init__()
-        for option, value in (("stem", stem), ("stopwords", stopwords)):
+        flags = (
+            ("stem", stem),
+            ("stopwords", stopwords),
+            ("param_descriptions", param_descriptions),
+        )
+        for option, value in flags:
             if not isinstance(value, bool):
                 raise ConfigError(f"bm25 option {option} must be true or false, got {value!r}")
         self.terms = TermNormaliser(stem=stem, stopwords=stopwords)
+        self.param_descriptions = param_descriptions
         if variant not in VARIANTS:
             raise ConfigError(
                 f"unknown bm25 variant {variant!r}; choose one of: {', '.join(VARIANTS)}"
@@ -608,10 +619,15 @@ class BM25Backend(BaseBackend):
         that want to feed the same tokens to another BM25 implementation)."""
         cache: SchemaCache = {}
         weights = self.field_weights
-        terms = self.terms
-        return [
-            terms(weighted_tokens(tool_fields(tool, schema_cache=cache), weights)) for tool in tools
-        ]
+        described = self.param_descriptions and weights["description"] > 0
+
+        def bag(tool: Tool) -> list[str]:
+            tokens = weighted_tokens(tool_fields(tool, schema_cache=cache), weights)
+            if described:
+                tokens += tokenize(param_descriptions_text(tool)) * weights["description"]
+            return self.terms(tokens)
+
+        return [bag(tool) for tool in tools]
 
     def index(self, tools: Sequence[Tool]) -> None:
         """Replace the index with ``tools``; duplicate names keep the last."""
@@ -651,6 +667,7 @@ class BM25Backend(BaseBackend):
             "engine": self.engine,
             "stem": self.terms.stem,
             "stopwords": self.terms.stopwords,
+            "param_descriptions": self.param_descriptions,
             "tokenizer_version": TOKENIZER_VERSION,
         }
         if self.variant == "bm25l":

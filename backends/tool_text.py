@@ -25,6 +25,7 @@ __all__ = [
     "cap_words",
     "check_fields",
     "name_words",
+    "param_descriptions_text",
     "server_text",
     "tool_name_text",
     "tool_text",
@@ -88,6 +89,17 @@ def _properties(tool: Tool) -> Mapping[str, Any]:
     return props if isinstance(props, Mapping) else {}
 
 
+def param_descriptions_text(tool: Tool) -> str:
+    """The descriptions of ``tool``'s top-level parameters, in schema order, joined by spaces
+    (the ``param_descriptions`` field; what ``bm25`` counts as description words)."""
+    texts = [
+        " ".join(str(spec.get("description", "")).split())
+        for spec in _properties(tool).values()
+        if isinstance(spec, Mapping)
+    ]
+    return " ".join(text for text in texts if text)
+
+
 def _field_text(tool: Tool, field: str) -> str:
     if field == "name":
         return tool_name_text(tool.name)
@@ -101,12 +113,7 @@ def _field_text(tool: Tool, field: str) -> str:
         names = [name_words(str(key)) for key in _properties(tool)]
         return ("parameters: " + ", ".join(names)) if names else ""
     if field == "param_descriptions":
-        texts = [
-            " ".join(str(spec.get("description", "")).split())
-            for spec in _properties(tool).values()
-            if isinstance(spec, Mapping)
-        ]
-        return " ".join(t for t in texts if t)
+        return param_descriptions_text(tool)
     raise ConfigError(f"unknown embedding text field {field!r}; choose from {TEXT_FIELDS}")
 
 

@@ -74,8 +74,12 @@ OBJECTIVE = "ndcg@10"
 #: Members every variant draws on.
 MEMBERS: Mapping[str, MemberSpec] = {
     "keyword": MemberSpec("keyword", "keyword", {}),
-    "bm25": MemberSpec("bm25", "bm25", {"stem": False, "stopwords": False}),
-    "bm25_stem": MemberSpec("bm25s", "bm25", {"stem": True, "stopwords": True}),
+    "bm25": MemberSpec(
+        "bm25", "bm25", {"stem": False, "stopwords": False, "param_descriptions": False}
+    ),
+    "bm25_stem": MemberSpec(
+        "bm25s", "bm25", {"stem": True, "stopwords": True, "param_descriptions": False}
+    ),
     "fts5": MemberSpec("fts5", "fts5", {}),
     # as the default hybrid runs it (the int8 export)
     "embedding": MemberSpec("embedding", "embedding", DEFAULT_MEMBER_OPTIONS["embedding"]),

@@ -48,7 +48,9 @@ BACKENDS: Mapping[str, MemberSpec] = {
     "default without server bonus": MemberSpec("hybrid", "hybrid", {"server_bonus": 0.0}),
     "default without server support": MemberSpec("hybrid", "hybrid", {"server_support": 0.0}),
     "embedding": MemberSpec("embedding", "embedding", {}),
-    "bm25_stem": MemberSpec("bm25s", "bm25", {"stem": True, "stopwords": True}),
+    "bm25_stem": MemberSpec(
+        "bm25s", "bm25", {"stem": True, "stopwords": True, "param_descriptions": False}
+    ),
 }
 METRICS = ("recall@5", "hit@1", "ndcg@10")
 TESTED = ("recall@5", "ndcg@10")

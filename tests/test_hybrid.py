@@ -266,18 +266,21 @@ def test_default_is_convex_fusion_with_name_match_and_multistep() -> None:
     assert DEFAULT_MEMBERS["bm25"] == pytest.approx(6 / 35)
     assert DEFAULT_MEMBERS["bm25_unstemmed"] == pytest.approx(9 / 70)
     assert set(DEFAULT_MEMBERS) == {"embedding", "bm25", "bm25_unstemmed"}
-    assert DEFAULT_MEMBER_OPTIONS["bm25"] == {"stem": True, "stopwords": True}
+    # the members count their fields' words only, as when the fusion was chosen
+    words = {"param_descriptions": False}
+    assert DEFAULT_MEMBER_OPTIONS["bm25"] == {"stem": True, "stopwords": True, **words}
     assert DEFAULT_MEMBER_OPTIONS["bm25_unstemmed"] == {
         "backend": "bm25",
         "stem": False,
         "stopwords": False,
+        **words,
     }
     assert params["member_backends"] == {"keyword": "keyword", "embedding": "embedding"}
     # the default's embedding member runs the int8 export; options of one's own update that
     assert HybridBackend().member_options["embedding"] == {"precision": "int8"}
     own = HybridBackend(member_options={"embedding": {"threads": 1}, "bm25": {"k1": 1.5}})
     assert own.member_options["embedding"] == {"precision": "int8", "threads": 1}
-    assert own.member_options["bm25"] == {"stem": True, "stopwords": True, "k1": 1.5}
+    assert own.member_options["bm25"] == {"stem": True, "stopwords": True, **words, "k1": 1.5}
     plain = HybridBackend(member_options={"embedding": {"precision": "fp32"}})
     assert plain.member_options["embedding"] == {"precision": "fp32"}
 
