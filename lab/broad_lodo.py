@@ -3,14 +3,17 @@
     python -m lab.broad_lodo --out lab/results/broad_lodo.json
 
 For each group of :data:`broad_model.FOLDS`, a model trained without that group's sources
-(:func:`broad_model.fold_model`: smaller budget, one pass) is scored on the **test** split of
-each source it never saw, against the untuned all-MiniLM-L6-v2 (``base``) and the shipped model
-(``previous``, trained on the dev requests of mcp-workbench, metatool and bfcl; read from the
-git history at :data:`PREVIOUS_COMMIT`, so the table stays reproducible once it is replaced).
-ranx paired t-tests, p < 0.05, no correction. The candidates trained on every source (``broad``
-at one budget for all, ``combined`` with the shipped model's own three samples unchanged) are
-scored on every test split too: in-domain for all (their dev halves were trained on). Rankings
-are cached on disk by model and sample (``$TOOLSEARCH_CACHE_DIR/lodo_runs``).
+(:func:`broad_model.fold_model`: smaller budget, one pass) and its soup
+(:func:`broad_model.fold_soup`) are scored on the **test** split of each source they never saw,
+against the untuned all-MiniLM-L6-v2 (``base``) and the shipped model (``previous``, trained on
+the dev requests of mcp-workbench, metatool and bfcl; read from the git history at
+:data:`PREVIOUS_COMMIT`, so the table stays reproducible once it is replaced) — for those three,
+against its recipe trained without the dataset instead (``previous unseen``). ranx paired
+t-tests, p < 0.05, no correction. The candidates trained on every source (``broad`` at one
+budget for all, ``combined`` with the shipped model's own three samples unchanged, and their
+``soup`` with the three-dataset model) are scored on every test split too: in-domain for all
+(their dev halves were trained on). Rankings are cached on disk by model and sample
+(``$TOOLSEARCH_CACHE_DIR/lodo_runs``).
 
 **Siblings**: among a test split's queries whose gold tool has siblings (other tools of its
 server or API, :func:`toolsearch.backends.fine_tuning.sibling_group`), hit@1 of each model.
@@ -27,6 +30,7 @@ from io import BytesIO
 from pathlib import Path
 from typing import Any
 
+from lab import tuned_models
 from lab.broad_model import (
     FOLD_PER_SOURCE,
     FOLDS,
@@ -35,9 +39,11 @@ from lab.broad_model import (
     broad_candidate,
     combined_candidate,
     fold_model,
+    fold_soup,
+    soup_candidate,
 )
 from lab.fine_tune import ranked
-from lab.member_runs import DEPTH, Sample, load_sample
+from lab.member_runs import DATASETS, DEPTH, Sample, load_sample
 from lab.tuned_models import RECIPE, base_path
 from toolsearch.backends.embedding import default_cache_dir
 from toolsearch.backends.encoders import model_fingerprint
@@ -53,9 +59,14 @@ LIMIT = 1000
 PREVIOUS_COMMIT = "f453b4f1d8ac15581d9d91fbeb29f5cfe18d6fa1"
 MODEL_DIR = "toolsearch/models/toolsearch-minilm-l6"
 
-#: Models trained on every source: at the same budget for each, and with the shipped model's
-#: three samples unchanged (``broad_model.combined_candidate``).
-CANDIDATES = ("broad", "combined")
+#: Models trained on every source: at the same budget for each, with the shipped model's
+#: three samples unchanged (``broad_model.combined_candidate``), and the soup of that one with
+#: the three-dataset model (``broad_model.soup_candidate``).
+CANDIDATES = ("broad", "combined", "soup")
+#: What each fold's left-out datasets are scored with, besides base and previous.
+FOLD_MODELS = ("fold", "fold soup")
+#: What a fold is compared with: the shipped model, or its recipe without the left-out dataset.
+UNSEEN = "previous unseen"
 
 Runs = dict[str, dict[str, list[str]]]
 
@@ -154,6 +165,7 @@ def measure(limit: int = LIMIT) -> dict[str, Any]:
         "previous": previous_model(),
         "broad": broad_candidate(),
         "combined": combined_candidate(),
+        "soup": soup_candidate(),
     }
     test = {name: load_sample(name, "test", limit) for name in SOURCES}
     by_model = {m: model_runs(path, test) for m, path in models.items()}
@@ -161,17 +173,23 @@ def measure(limit: int = LIMIT) -> dict[str, Any]:
     folds: dict[str, Any] = {}
     for fold, left_out in FOLDS.items():
         path = fold_model(fold)
-        fold_runs = model_runs(path, {name: test[name] for name in left_out})
+        unseen = {name: test[name] for name in left_out}
+        for label, folder in zip(FOLD_MODELS, (path, fold_soup(fold)), strict=True):
+            for name, run in model_runs(folder, unseen).items():
+                runs[name][label] = run
         for name in left_out:
-            runs[name]["fold"] = fold_runs[name]
+            runs[name][UNSEEN] = _unseen_previous(name, test[name], runs[name]["previous"])
         training = json.loads((path / "toolsearch-training.json").read_text(encoding="utf-8"))
         folds[fold] = {
             "left_out": list(left_out),
             "training": {k: training[k] for k in ("pairs", "steps", "seconds", "requests")},
             "test": {
-                name: scored(
-                    test[name], {m: runs[name][m] for m in ("base", "previous", "fold")}, "fold"
-                )
+                name: {
+                    label: scored(
+                        test[name], {m: runs[name][m] for m in ("base", UNSEEN, label)}, label
+                    )
+                    for label in FOLD_MODELS
+                }
                 for name in left_out
             },
         }
@@ -197,84 +215,96 @@ def measure(limit: int = LIMIT) -> dict[str, Any]:
     }
 
 
-def _cell(got: dict[str, Any], metric: str, names: tuple[str, ...]) -> str:
-    """The metric's means of ``names``, then `†` where the last differs from base and `*`
-    where it differs from previous."""
-    values = " / ".join(f"{got['means'][n][metric]:.3f}" for n in names)
-    marks = "".join(
-        mark
-        for other, mark in (("base", "†"), ("previous", "*"))
-        if got["versus"][other][metric]["significant"]
-    )
-    return f"{values} {marks}".rstrip()
+def _unseen_previous(name: str, sample: Sample, previous: dict[str, list[str]]) -> Any:
+    """The shipped model's ranking of ``sample`` if it never saw ``name``, else the ranking of
+    its recipe trained without ``name`` (``tuned_models.fold_model``): a fold is compared with
+    a model that never saw the dataset either."""
+    if name not in DATASETS:
+        return previous
+    return model_runs(tuned_models.fold_model(name), {name: sample})[name]
+
+
+#: The marks after a fold's value: it differs from base (†) or from previous unseen (*).
+FOLD_MARKS = (("base", "†"), (UNSEEN, "*"))
+#: The mark after a candidate's value: it differs from previous.
+CANDIDATE_MARKS = (("previous", "*"),)
+
+
+def _cell(
+    result: dict[str, Any], metric: str, labels: tuple[str, ...], marks: tuple[tuple[str, str], ...]
+) -> str:
+    """base / the reference / each of ``labels``, each label's value followed by its
+    ``marks`` (the runs it differs from, paired t-test); the reference is the last mark's."""
+    first = result[labels[0]]["means"]
+    values = [f"{first[n][metric]:.3f}" for n in ("base", marks[-1][0])]
+    for label in labels:
+        got = result[label]
+        signs = "".join(m for other, m in marks if got["versus"][other][metric]["significant"])
+        values.append(f"{got['means'][label][metric]:.3f}{signs}")
+    return " / ".join(values)
 
 
 def markdown(data: dict[str, Any]) -> str:
-    """The leave-one-out table, the in-domain table and the sibling table."""
-    lodo = ("base", "previous", "fold")
+    """The leave-one-out table and the in-domain table."""
     lines = [
-        "| fold left out | dataset (test) | queries | ndcg@10 base / previous / fold "
+        "| fold left out | dataset (test) | queries | ndcg@10 base / previous unseen / fold "
+        "/ fold soup "
         "| recall@5 | hit@1 |",
         "|---|---|---:|---:|---:|---:|",
     ]
     for fold, got in data["folds"].items():
         for name, result in got["test"].items():
-            cells = " | ".join(_cell(result, m, lodo) for m in METRICS)
-            lines.append(f"| {fold} | {name} | {result['queries']} | {cells} |")
+            cells = " | ".join(_cell(result, m, FOLD_MODELS, FOLD_MARKS) for m in METRICS)
+            queries = result[FOLD_MODELS[0]]["queries"]
+            lines.append(f"| {fold} | {name} | {queries} | {cells} |")
     lines += [
         "",
         "The `embedding` backend's ranking (float32 cosine), at most "
-        f"{data['limit']} test queries a dataset. `base`: all-MiniLM-L6-v2 untuned; `previous`: "
-        "the shipped model (dev requests of mcp-workbench, metatool, bfcl); `fold`: "
+        f"{data['limit']} test queries a dataset; no model in a row saw its dataset. `base`: "
+        "all-MiniLM-L6-v2 untuned; `previous unseen`: the shipped model (dev requests of "
+        "mcp-workbench, metatool, bfcl), and for those three its recipe trained without the "
+        "dataset (`lab.tuned_models`); `fold`: "
         "trained by `lab.broad_model`'s recipe without the fold's datasets, at the fold budget "
-        f"(at most {data['fold_per_source']} pairs a dataset, one pass). After the values, "
-        "`†`: the fold model differs from base, `*`: from previous (paired t-test, p < 0.05).",
+        f"(at most {data['fold_per_source']} pairs a dataset, one pass); `fold soup`: the "
+        "uniform average of `fold` and the three-dataset model trained without the fold's "
+        "bundled dataset (the shipped model where the fold has none). After a value, `†`: it "
+        "differs from base, `*`: from previous unseen (paired t-test, p < 0.05).",
         "",
-        "| dataset (test) | queries | ndcg@10 base / previous / broad / combined "
+        "| dataset (test) | queries | ndcg@10 base / previous / broad / combined / soup "
         "| recall@5 | hit@1 |",
         "|---|---:|---:|---:|---:|",
     ]
     for name, result in data["in_domain"].items():
-        cells = " | ".join(_candidates_cell(result, m) for m in METRICS)
+        cells = " | ".join(_cell(result, m, CANDIDATES, CANDIDATE_MARKS) for m in METRICS)
         lines.append(f"| {name} | {result['broad']['queries']} | {cells} |")
     lines += [
         "",
         "`broad`: the model trained on the dev requests of every dataset, at most "
         f"{PER_SOURCE} pairs each; `combined`: the shipped model's own training requests unchanged "
-        "plus the other eight datasets at that budget (in-domain here, for both). After each "
-        "candidate's value, `*`: it differs from previous (paired t-test, p < 0.05).",
+        "plus the other eight datasets at that budget; `soup`: the uniform average of the "
+        "weights of `combined` and the three-dataset model (in-domain here, for all three). "
+        "After each candidate's value, `*`: it differs from previous (paired t-test, p < 0.05).",
     ]
     return "\n".join(lines)
-
-
-def _candidates_cell(result: dict[str, Any], metric: str) -> str:
-    """base / previous / each candidate, a candidate marked `*` where it differs from previous."""
-    first = result[CANDIDATES[0]]["means"]
-    values = [f"{first[n][metric]:.3f}" for n in ("base", "previous")]
-    for candidate in CANDIDATES:
-        got = result[candidate]
-        mark = "*" if got["versus"]["previous"][metric]["significant"] else ""
-        values.append(f"{got['means'][candidate][metric]:.3f}{mark}")
-    return " / ".join(values)
 
 
 def sibling_markdown(data: dict[str, Any]) -> str:
     """hit@1 among queries whose one gold tool has same-server siblings."""
     lines = [
         "| dataset (test) | queries with siblings | hit@1 base | previous | broad | combined "
-        "| fold |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| soup | previous unseen | fold | fold soup |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, got in data["siblings"].items():
         if got["queries"]:
-            columns = ("base", "previous", *CANDIDATES, "fold")
+            columns = ("base", "previous", *CANDIDATES, UNSEEN, *FOLD_MODELS)
             values = " | ".join(f"{got[m]:.3f}" if m in got else "-" for m in columns)
             lines.append(f"| {name} | {got['queries']} | {values} |")
     lines += [
         "",
         "Queries with one gold tool whose server or API (the `server` field, else the part of "
-        "a dotted name before the dot) has other tools in the catalogue; `fold`: the model that "
-        "never saw the dataset.",
+        "a dotted name before the dot) has other tools in the catalogue; `previous unseen`, "
+        "`fold` and `fold soup`: models that never saw the dataset.",
     ]
     return "\n".join(lines)
 
