@@ -358,11 +358,14 @@ def fresh_cache_dir(parent: Path | None = None) -> Path:
 def run_cell(name: str, size: int, rounds: int, cold_cache: Path | None = None) -> dict[str, Any]:
     """Measure one cell in a fresh interpreter (clean peak-memory figure); with ``cold_cache``
     an embedding or hybrid cell starts from an empty vector cache made under it."""
-    command = [sys.executable, __file__, "--worker", name, str(size), "--rounds", str(rounds)]
+    worker = ["--worker", name, str(size), "--rounds", str(rounds)]
+    # as a module from the project root, as every benchmark runs: run as a file, the worker
+    # could not import the ``benchmarks`` package
+    command = [sys.executable, "-m", "benchmarks.bench_backends", *worker]
     env = dict(os.environ)
     if cold_cache is not None and name in ("embedding", "hybrid"):
         env["TOOLSEARCH_CACHE_DIR"] = str(fresh_cache_dir(cold_cache))
-    done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
+    done = subprocess.run(command, capture_output=True, text=True, check=False, env=env, cwd=ROOT)
     if done.returncode != 0:
         raise RuntimeError(f"{name} at {size} tools failed:\n{done.stderr}")
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
