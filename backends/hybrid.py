@@ -75,10 +75,10 @@ DEFAULT_MEMBERS: Mapping[str, float] = {
     "bm25_unstemmed": 0.3 * 3 / 7,
 }
 #: Options a member starts from (``member_options`` updates them; ``precision = "fp32"`` or
-#: ``stem = false`` undoes one): bm25 stems and drops stop-words; neither member counts
-#: parameter descriptions (the bm25 backend's default since the fusion was chosen without
-#: them, ``lab/retrieval.md``); bm25_unstemmed is the bm25
-#: backend on the words as written (an exact word form counts twice: in both lexical members),
+#: ``stem = false`` undoes one): bm25 stems and drops stop-words; unlike the bm25 backend
+#: alone, neither lexical member counts parameter descriptions, since the fusion was chosen
+#: without them (docs/backends.md); bm25_unstemmed is the bm25 backend on the words as
+#: written (an exact word form counts twice: in both lexical members),
 #: ranking as the fts5 member it replaced did at a fraction of its cost on long requests
 #: (``lab/retrieval.md``); the embedding member runs the default model's int8 export, which
 #: changes the default's quality within the regression gate's allowance and encodes faster
