@@ -43,6 +43,7 @@ from lab.member_runs import (
     Sample,
     Scored,
     default_runs_dir,
+    hybrid_member,
     load_sample,
     member_hits,
 )
@@ -51,7 +52,6 @@ from toolsearch.backend import Hit
 from toolsearch.backends.encoders import DEFAULT_MODEL, TUNED_MODEL
 from toolsearch.backends.hybrid import DEFAULT_EXACT_NAME_BONUS as EXACT_NAME_BONUS
 from toolsearch.backends.hybrid import (
-    DEFAULT_MEMBER_OPTIONS,
     DEFAULT_MEMBERS,
     DEFAULT_NAME_WEIGHT,
     DEFAULT_SERVER_BONUS,
@@ -74,15 +74,11 @@ OBJECTIVE = "ndcg@10"
 #: Members every variant draws on.
 MEMBERS: Mapping[str, MemberSpec] = {
     "keyword": MemberSpec("keyword", "keyword", {}),
-    "bm25": MemberSpec(
-        "bm25", "bm25", {"stem": False, "stopwords": False, "param_descriptions": False}
-    ),
-    "bm25_stem": MemberSpec(
-        "bm25s", "bm25", {"stem": True, "stopwords": True, "param_descriptions": False}
-    ),
+    # the lexical and embedding members as the default hybrid runs them (int8 embedding)
+    "bm25": hybrid_member("bm25", "bm25_unstemmed"),
+    "bm25_stem": hybrid_member("bm25s", "bm25"),
     "fts5": MemberSpec("fts5", "fts5", {}),
-    # as the default hybrid runs it (the int8 export)
-    "embedding": MemberSpec("embedding", "embedding", DEFAULT_MEMBER_OPTIONS["embedding"]),
+    "embedding": hybrid_member("embedding", "embedding"),
 }
 EMBEDDING_GRID = (0.5, 0.55, 0.6, 0.65, 0.7, 0.75)
 NAME_GRID = (0.0, 0.1, 0.2, 0.4)

@@ -215,7 +215,9 @@ def measure(limit: int = LIMIT) -> dict[str, Any]:
     }
 
 
-def _unseen_previous(name: str, sample: Sample, previous: dict[str, list[str]]) -> Any:
+def _unseen_previous(
+    name: str, sample: Sample, previous: dict[str, list[str]]
+) -> dict[str, list[str]]:
     """The shipped model's ranking of ``sample`` if it never saw ``name``, else the ranking of
     its recipe trained without ``name`` (``tuned_models.fold_model``): a fold is compared with
     a model that never saw the dataset either."""

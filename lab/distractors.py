@@ -31,7 +31,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from lab.member_runs import DEPTH, MemberSpec, Sample, Scored, default_runs_dir, load_sample
+from lab.member_runs import (
+    DEPTH,
+    MemberSpec,
+    Sample,
+    Scored,
+    default_runs_dir,
+    hybrid_member,
+    load_sample,
+)
 from lab.member_runs import member_hits as cached_member_hits
 from toolsearch.bench.metrics import parse_metrics, per_query_scores
 from toolsearch.bench.runner import resolve_dataset
@@ -48,9 +56,7 @@ BACKENDS: Mapping[str, MemberSpec] = {
     "default without server bonus": MemberSpec("hybrid", "hybrid", {"server_bonus": 0.0}),
     "default without server support": MemberSpec("hybrid", "hybrid", {"server_support": 0.0}),
     "embedding": MemberSpec("embedding", "embedding", {}),
-    "bm25_stem": MemberSpec(
-        "bm25s", "bm25", {"stem": True, "stopwords": True, "param_descriptions": False}
-    ),
+    "bm25_stem": hybrid_member("bm25s", "bm25"),
 }
 METRICS = ("recall@5", "hit@1", "ndcg@10")
 TESTED = ("recall@5", "ndcg@10")

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from toolsearch.backends.embedding import default_cache_dir
+from toolsearch.backends.hybrid import DEFAULT_MEMBER_OPTIONS
 from toolsearch.bench.runner import resolve_dataset, sample_queries
 from toolsearch.dataset import Dataset, Query, load_dataset
 from toolsearch.query import parse_query
@@ -63,6 +64,15 @@ class MemberSpec:
         settings = _settings(backend.params()) if hasattr(backend, "params") else None
         text = json.dumps([self.backend, dict(self.options), settings], sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def hybrid_member(label: str, member: str) -> MemberSpec:
+    """The default hybrid's member ``member`` as a spec labelled ``label``: its backend and the
+    options it starts from (``hybrid.DEFAULT_MEMBER_OPTIONS``), so an experiment runs the
+    member as the default does."""
+    options = dict(DEFAULT_MEMBER_OPTIONS[member])
+    backend = options.pop("backend", member)
+    return MemberSpec(label, backend, options)
 
 
 @dataclass(frozen=True)
