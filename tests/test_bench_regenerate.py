@@ -229,3 +229,16 @@ def test_the_shipped_package_never_imports_the_lab_or_the_benchmarks() -> None:
     imports = re.compile(r"^\s*(from|import)\s+(lab|benchmarks)\b", re.M)
     for path in shipped:
         assert not imports.search(path.read_text(encoding="utf-8")), path
+
+
+def test_a_backend_cell_runs_from_any_folder_without_pythonpath(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each cell's worker runs as ``python -m benchmarks.bench_backends`` from the project
+    root; run as a file, it could not import the ``benchmarks`` package."""
+    from benchmarks.bench_backends import run_cell
+
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    monkeypatch.chdir(tmp_path)
+    cell = run_cell("keyword", 1000, 1)
+    assert cell["backend"] == "keyword" and cell["tools"] > 0
