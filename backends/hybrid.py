@@ -9,7 +9,8 @@ Each member ranks the query on its own (its best ``depth`` hits) and the hybrid 
     share of the query's content words that are words of the tool's name or server, plus
     ``exact_name_bonus`` when the query says every word of the tool's own name, plus
     ``server_bonus`` when it says every word of the tool's server, plus ``server_support``
-    times the best score among the tool's server's tools;
+    times the best score among the tool's server's tools, plus ``action_bonus`` when the name
+    of a tool with a server shares an action class with the query (:mod:`toolsearch.actions`);
 ``fusion="rrf"``
     reciprocal rank fusion, ``Σ w_m / (k + rank_m(tool))`` (Cormack, Clarke and Büttcher,
     SIGIR 2009), the previous default.
@@ -51,6 +52,7 @@ from .encoders import DEFAULT_MODEL
 from .warming import BackgroundUpdates
 
 __all__ = [
+    "DEFAULT_ACTION_BONUS",
     "DEFAULT_DEPTH",
     "DEFAULT_EXACT_NAME_BONUS",
     "DEFAULT_FUSION",
@@ -110,6 +112,11 @@ DEFAULT_SERVER_BONUS = 0.2
 #: dev grid within ``CHOICE_MARGIN`` of the best mean dev ndcg@10 over the three datasets and
 #: mcp-workbench inside 10,000 tools (``lab/retrieval.md``).
 DEFAULT_SERVER_SUPPORT = 0.5
+#: What a tool with a server gains in convex fusion when its name shares an action class
+#: with the query (:mod:`toolsearch.actions`): the smallest of the dev grid within
+#: ``CHOICE_MARGIN`` of the best mean dev ndcg@10 over the three datasets and mcp-workbench
+#: inside 10,000 tools, each scored with the fold model that never saw it (``lab/retrieval.md``).
+DEFAULT_ACTION_BONUS = 0.1
 #: "No tool fits" below this best embedding cosine with the default embedding model: the
 #: highest threshold costing at most .01 recall@5 on every dev split (``lab/retrieval.md``).
 DEFAULT_MIN_SIMILARITY = CALIBRATED_MIN_SIMILARITY[DEFAULT_MODEL]
@@ -276,7 +283,8 @@ class HybridBackend(BaseBackend):
     tool whose whole name (two words or more) the query says gains (0 turns it off).
     ``server_bonus``: what a tool whose server the query names gains (0 turns it off).
     ``server_support``: the share of its server's best score each tool gains (0 turns it off).
-    ``multistep``: search each step
+    ``action_bonus``: what a tool with a server whose name shares an action class with the
+    query gains (0 turns it off). ``multistep``: search each step
     of a multi-clause request and merge (:mod:`toolsearch.multistep`); ``step_depth``: hits
     each member contributes to a step, whatever ``k`` is asked for (the first hits are the
     same for any ``k`` up to ``depth``). ``min_member_score``:
@@ -312,6 +320,7 @@ class HybridBackend(BaseBackend):
         exact_name_bonus: float = DEFAULT_EXACT_NAME_BONUS,
         server_bonus: float = DEFAULT_SERVER_BONUS,
         server_support: float = DEFAULT_SERVER_SUPPORT,
+        action_bonus: float = DEFAULT_ACTION_BONUS,
         multistep: bool = DEFAULT_MULTISTEP,
         step_depth: int = DEFAULT_STEP_DEPTH,
         min_member_score: Mapping[str, float] | None = None,
@@ -338,6 +347,7 @@ class HybridBackend(BaseBackend):
         self.exact_name_bonus = _check_number("exact_name_bonus", exact_name_bonus)
         self.server_bonus = _check_number("server_bonus", server_bonus)
         self.server_support = _check_number("server_support", server_support)
+        self.action_bonus = _check_number("action_bonus", action_bonus)
         if min_member_score is None:
             min_member_score = _default_min_scores(self.weights, self.member_options)
         self.min_member_score = _check_min_scores(min_member_score, self.weights)
@@ -360,6 +370,7 @@ class HybridBackend(BaseBackend):
             exact_name_bonus=self.exact_name_bonus,
             server_bonus=self.server_bonus,
             server_support=self.server_support,
+            action_bonus=self.action_bonus,
         )
         self.members: dict[str, SearchBackend] = {
             member: load_backend(backend, **_constructor_options(self.member_options[member]))
@@ -561,6 +572,7 @@ class HybridBackend(BaseBackend):
             "exact_name_bonus": self.exact_name_bonus,
             "server_bonus": self.server_bonus,
             "server_support": self.server_support,
+            "action_bonus": self.action_bonus,
             "multistep": self.multistep,
             "step_depth": self.step_depth,
             "min_member_score": dict(self.min_member_score),

@@ -61,6 +61,7 @@ from toolsearch.tool import Tool
 from .calibration import calibrated_min_similarity
 from .embedding import EmbeddingBackend, HashingEncoder, tool_text
 from .hybrid import (
+    DEFAULT_ACTION_BONUS,
     DEFAULT_DEPTH,
     DEFAULT_EXACT_NAME_BONUS,
     DEFAULT_MEMBERS,
@@ -161,6 +162,7 @@ def fuser(fusion: str = "convex") -> Fuser:
         exact_name_bonus=DEFAULT_EXACT_NAME_BONUS,
         server_bonus=DEFAULT_SERVER_BONUS,
         server_support=DEFAULT_SERVER_SUPPORT,
+        action_bonus=DEFAULT_ACTION_BONUS,
     )
 
 
@@ -1179,6 +1181,7 @@ class PostgresBackend(BaseBackend):
                 "exact_name_bonus": used.exact_name_bonus,
                 "server_bonus": used.server_bonus,
                 "server_support": used.server_support,
+                "action_bonus": used.action_bonus,
             }
         return params | {"depth": DEFAULT_DEPTH}
 

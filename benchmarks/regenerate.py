@@ -85,6 +85,7 @@ class Result:
 LAB = frozenset(
     {
         "ablation",
+        "action_agreement",
         "broad_lodo",
         "distractors",
         "fine_tune",
@@ -134,6 +135,11 @@ REGISTRY: tuple[Result, ...] = (
             "ablation": lambda data: _script("ablation").markdown_table(data),
             "ablation-targets": lambda data: _script("ablation").markdown_targets(data),
         },
+    ),
+    Result(
+        "action_agreement",
+        _lab("action_agreement"),
+        {"action_agreement": script_table("action_agreement")},
     ),
     Result(
         "distractors",

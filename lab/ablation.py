@@ -13,9 +13,10 @@ Protocol (see ``lab/retrieval.md``):
   through :class:`toolsearch.fusion.Fuser` — the code :class:`HybridBackend` runs — so the
   numbers are those of the real backend. The script checks this on a sample of queries.
 * Settings (the convex weight of the embedding member, the name-match weight, the server
-  bonus, the server support, the abstention threshold) are chosen on the **dev** splits only:
-  the best mean ndcg@10 over the three dev sets (for the server support, also over
-  mcp-workbench's dev split inside 10,000 tools, :mod:`distractors`: the setting it is for);
+  bonus, the server support, the action bonus, the abstention threshold) are chosen on the
+  **dev** splits only: the best mean ndcg@10 over the three dev sets (for the server support
+  and the action bonus, also over mcp-workbench's dev split inside 10,000 tools,
+  :mod:`distractors`: the setting they are for);
   **test** splits are reported. Leave-one-dataset-out (LODO): the same choice made on the
   two other datasets' dev splits, scored on the left-out dataset's test split.
 * Metrics per dataset and query style: recall@5, hit@1, ndcg@10 (ranx), every query scored by
@@ -50,13 +51,14 @@ from lab.member_runs import (
 from lab.tuned_models import LIMIT, fold_model
 from toolsearch.backend import Hit
 from toolsearch.backends.encoders import DEFAULT_MODEL, TUNED_MODEL
-from toolsearch.backends.hybrid import DEFAULT_EXACT_NAME_BONUS as EXACT_NAME_BONUS
 from toolsearch.backends.hybrid import (
+    DEFAULT_ACTION_BONUS,
     DEFAULT_MEMBERS,
     DEFAULT_NAME_WEIGHT,
     DEFAULT_SERVER_BONUS,
     DEFAULT_SERVER_SUPPORT,
 )
+from toolsearch.backends.hybrid import DEFAULT_EXACT_NAME_BONUS as EXACT_NAME_BONUS
 from toolsearch.backends.hybrid import DEFAULT_STEP_DEPTH as STEP_DEPTH
 from toolsearch.bench.metrics import parse_metrics, per_query_scores
 from toolsearch.bench.significance import compare_backends
@@ -86,6 +88,8 @@ NAME_GRID = (0.0, 0.1, 0.2, 0.4)
 SERVER_GRID = (0.0, 0.1, 0.2, 0.3, 0.5)
 #: The share of its server's best score a tool may gain; chosen after the server bonus.
 SUPPORT_GRID = (0.0, 0.3, 0.5, 0.8, 1.0)
+#: What a tool whose name shares an action class with the request may gain; chosen last.
+ACTION_GRID = (0.0, 0.05, 0.1, 0.15, 0.2, 0.3)
 #: mcp-workbench inside this many tools (:mod:`distractors`): a dev set of the server support.
 LARGE_TOOLS = 10_000
 LARGE = f"mcp-workbench+{LARGE_TOOLS}"
@@ -106,7 +110,8 @@ ABSTAIN_MAX_COST = 0.01
 ABSTAIN_GRID = tuple(round(0.10 + 0.01 * i, 2) for i in range(26))
 #: The default's row of the ablation, the row before it, and its fusion with one search per
 #: request.
-DEFAULT_VARIANT = "+ server support (default)"
+DEFAULT_VARIANT = "+ action agreement (default)"
+SUPPORT_VARIANT = "+ server support"
 SERVER_NAMED_VARIANT = "+ server named"
 MULTISTEP_VARIANT = "+ multi-step"
 ONE_SEARCH_VARIANT = "+ exact-name bonus"
@@ -115,6 +120,7 @@ STEP_DEPTH_VARIANT = f"default with steps at depth {DEPTH}"
 MULTISTEP_TITLE = "Multi-step search against one search per request"
 SERVER_TITLE = "The server-named bonus against none"
 SUPPORT_TITLE = "Server support against none"
+ACTION_TITLE = "The action bonus against none"
 UNSTEMMED_TITLE = "Unstemmed bm25 as the third member against fts5"
 STEP_DEPTH_TITLE = f"Steps ranked from {STEP_DEPTH} hits per member against {DEPTH}"
 #: The floors the default is held to on the test splits, as it ships (abstaining):
@@ -137,7 +143,8 @@ MAX_REFUSAL_COST = 0.02
 PAIRS = {
     "multistep_vs_one_search": (ONE_SEARCH_VARIANT, MULTISTEP_VARIANT),
     "server_named": (MULTISTEP_VARIANT, SERVER_NAMED_VARIANT),
-    "server_support": (SERVER_NAMED_VARIANT, DEFAULT_VARIANT),
+    "server_support": (SERVER_NAMED_VARIANT, SUPPORT_VARIANT),
+    "action": (SUPPORT_VARIANT, DEFAULT_VARIANT),
     "unstemmed_bm25_vs_fts5": (FTS5_VARIANT, DEFAULT_VARIANT),
     "step_depth": (STEP_DEPTH_VARIANT, DEFAULT_VARIANT),
 }
@@ -350,7 +357,9 @@ def shipped_variant() -> Variant:
 
 def default_at(embedding: float, name_weight: float) -> Variant:
     """The default with these embedding and name weights and the hybrid's server settings."""
-    chosen = variants(embedding, name_weight, DEFAULT_SERVER_BONUS, DEFAULT_SERVER_SUPPORT)
+    chosen = variants(
+        embedding, name_weight, DEFAULT_SERVER_BONUS, DEFAULT_SERVER_SUPPORT, DEFAULT_ACTION_BONUS
+    )
     return next(v for v in chosen if v.name == DEFAULT_VARIANT)
 
 
@@ -416,30 +425,41 @@ def choose_value(
     return min(value for value in means if best - means[value] <= CHOICE_MARGIN)
 
 
-def unseen_catalogue_effect(limit: int | None, cache: Path, default: Variant) -> dict[str, Any]:
-    """The server bonus and support where the model never saw the catalogue, as on a user's
-    own: the test split of each dataset whose tools have servers (and of mcp-workbench inside
-    :data:`LARGE_TOOLS` tools), its embedding member the fold model trained without that
-    dataset, the default against the default without either (paired t-test)."""
-    without = Variant(
-        MULTISTEP_VARIANT,
-        replace(default.fuser, server_bonus=0.0, server_support=0.0),
-        multistep=default.multistep,
-    )
+#: What the unseen-catalogue comparisons take away from the default: ``{result key: settings}``.
+UNSEEN_WITHOUT: Mapping[str, Mapping[str, Any]] = {
+    "server_unseen": {"server_bonus": 0.0, "server_support": 0.0},
+    "action_unseen": {"action_bonus": 0.0},
+}
+
+
+def unseen_catalogue_effects(limit: int | None, cache: Path, default: Variant) -> dict[str, Any]:
+    """The server features and the action bonus where the model never saw the catalogue, as on
+    a user's own: the test split of each dataset whose tools have servers (and of mcp-workbench
+    inside :data:`LARGE_TOOLS` tools), its embedding member the fold model trained without that
+    dataset, the default against the default without them (:data:`UNSEEN_WITHOUT`; paired
+    t-test)."""
     sets: dict[str, Callable[[], Data]] = {
         name: partial(load_data, name, "test", limit, cache, fold=True)
         for name in DATASETS
         if any(name_words(tool).server for tool in load_sample(name, "test", limit).dataset.tools)
     }
     sets[LARGE] = partial(load_large, "test", limit, cache, fold=True)
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = {key: {} for key in UNSEEN_WITHOUT}
     for name, load in sets.items():
         data = load()
-        runs = {v.name: rank(data, v) for v in (without, default)}
-        out[name] = {
-            "scores": {variant: scores(data, run) for variant, run in runs.items()},
-            "significance": significance(data, runs, without.name)[default.name],
-        }
+        ranked = rank(data, default)
+        for key, settings in UNSEEN_WITHOUT.items():
+            without = replace(
+                default, name=f"{DEFAULT_VARIANT} {key}", fuser=replace(default.fuser, **settings)
+            )
+            runs = {without.name: rank(data, without), default.name: ranked}
+            out[key][name] = {
+                "scores": {
+                    "without": scores(data, runs[without.name]),
+                    "default": scores(data, ranked),
+                },
+                "significance": significance(data, runs, without.name)[default.name],
+            }
     return out
 
 
@@ -498,7 +518,11 @@ def choose_abstention(data: Mapping[tuple[str, str], Data], variant: Variant) ->
 
 
 def variants(
-    embedding: float, name_weight: float, server_bonus: float, server_support: float
+    embedding: float,
+    name_weight: float,
+    server_bonus: float,
+    server_support: float,
+    action_bonus: float,
 ) -> list[Variant]:
     """The members alone, the previous default, then each technique added in turn."""
     previous = Variant(
@@ -511,7 +535,8 @@ def variants(
     one_search = one_search_variant(embedding, name_weight)
     one_fuser = one_search.fuser
     named = replace(one_fuser, server_bonus=server_bonus)
-    default = replace(named, server_support=server_support)
+    supported = replace(named, server_support=server_support)
+    default = replace(supported, action_bonus=action_bonus)
     steps = [
         convex_variant(
             "+ convex fusion", embedding, 0.0, {"fts5": 1.0}, "normalised convex combination"
@@ -551,10 +576,17 @@ def variants(
             what=f"plus {server_bonus} for tools whose server the request names",
         ),
         Variant(
+            SUPPORT_VARIANT,
+            supported,
+            multistep=True,
+            what=f"plus {server_support} times the best score among the tool's server's tools",
+        ),
+        Variant(
             DEFAULT_VARIANT,
             default,
             multistep=True,
-            what=f"plus {server_support} times the best score among the tool's server's tools",
+            what=f"plus {action_bonus} for tools whose name shares an action class with the "
+            "request (create, read, update, delete, send, run, stop, respond)",
         ),
         Variant(
             STEP_DEPTH_VARIANT,
@@ -571,6 +603,7 @@ def variants(
                 exact_name_bonus=EXACT_NAME_BONUS,
                 server_bonus=server_bonus,
                 server_support=server_support,
+                action_bonus=action_bonus,
             ),
             multistep=True,
             what="the default with fts5 as its unstemmed lexical member, as it was before",
@@ -609,21 +642,28 @@ def significance(
 def lodo(
     data: Mapping[tuple[str, str], Data],
     grid: Grid,
-    servers: Mapping[float, Mapping[str, float]],
-    support: Mapping[float, Mapping[str, float]],
+    curves: Mapping[str, Mapping[float, Mapping[str, float]]],
 ) -> dict[str, Any]:
     """Leave-one-dataset-out: settings chosen on the other datasets' dev splits (and, for the
-    server support, the large catalogue unless it is built on the left-out dataset), scored on
-    the left-out dataset's test split."""
+    server support and the action bonus, the large catalogue unless it is built on the
+    left-out dataset), scored on the left-out dataset's test split. ``curves`` holds the dev
+    curves of the server bonus (``servers``), support (``support``) and action bonus
+    (``actions``)."""
     out: dict[str, Any] = {}
     for held in DATASETS:
         others = [d for d in DATASETS if d != held]
         embedding, name_weight, _ = choose_default(grid, others, incumbent())
-        server_bonus = choose_value(servers, others, DEFAULT_SERVER_BONUS)
+        server_bonus = choose_value(curves["servers"], others, DEFAULT_SERVER_BONUS)
         supported_on = others if held == "mcp-workbench" else [*others, LARGE]
-        server_support = choose_value(support, supported_on, DEFAULT_SERVER_SUPPORT)
+        server_support = choose_value(curves["support"], supported_on, DEFAULT_SERVER_SUPPORT)
+        action_bonus = choose_value(curves["actions"], supported_on, DEFAULT_ACTION_BONUS)
         variant = default_variant(embedding, name_weight)
-        fuser = replace(variant.fuser, server_bonus=server_bonus, server_support=server_support)
+        fuser = replace(
+            variant.fuser,
+            server_bonus=server_bonus,
+            server_support=server_support,
+            action_bonus=action_bonus,
+        )
         test = data[held, "test"]
         out[held] = {
             "chosen_on": others,
@@ -631,6 +671,7 @@ def lodo(
             "name_weight": name_weight,
             "server_bonus": server_bonus,
             "server_support": server_support,
+            "action_bonus": action_bonus,
             "support_chosen_on": supported_on,
             "test": scores(test, rank(test, replace(variant, fuser=fuser))),
         }
@@ -658,6 +699,8 @@ def check_against_backend(data: Data, variant: Variant, n: int = 25) -> None:
         raise SystemExit("HybridBackend's server bonus is not the chosen one")
     if backend.fuser.server_support != variant.fuser.server_support:
         raise SystemExit("HybridBackend's server support is not the chosen one")
+    if backend.fuser.action_bonus != variant.fuser.action_bonus:
+        raise SystemExit("HybridBackend's action bonus is not the chosen one")
     backend.index(list(data.sample.dataset.tools))
     replayed = rank(data, variant)
     for query in data.sample.queries[:n]:
@@ -798,12 +841,12 @@ def _verdict(test: Mapping[str, Any]) -> str:
     return f"{p}, {'significant' if test['significant'] else 'not significant'}"
 
 
-def _unseen_sentence(results: Mapping[str, Any]) -> str:
-    """One sentence: the server bonus and support with the fold model on each left-out test
-    split."""
+def _unseen_sentence(results: Mapping[str, Any], key: str, lead: str) -> str:
+    """One sentence, opened by ``lead``: the default against itself without the features of
+    ``UNSEEN_WITHOUT[key]``, with the fold model on each left-out test split."""
     parts = []
-    for dataset, effect in results.get("server_unseen", {}).items():
-        before, after = (effect["scores"][v] for v in (MULTISTEP_VARIANT, DEFAULT_VARIANT))
+    for dataset, effect in results.get(key, {}).items():
+        before, after = effect["scores"]["without"], effect["scores"]["default"]
         cells = []
         for metric in ("ndcg@10", "recall@5"):
             cells.append(
@@ -817,8 +860,9 @@ def _unseen_sentence(results: Mapping[str, Any]) -> str:
     if not parts:
         return ""
     return (
-        "Both server features against neither, with the fold model that never saw the "
-        "dataset, as on a new catalogue: " + "; ".join(parts) + "."
+        f"{lead}, with the fold model that never saw the dataset, as on a new catalogue: "
+        + "; ".join(parts)
+        + "."
     )
 
 
@@ -879,7 +923,10 @@ def markdown_targets(results: Mapping[str, Any]) -> str:
     return (
         f"{_pair_effect(results, 'multistep_vs_one_search', MULTISTEP_TITLE)} "
         f"{_pair_effect(results, 'server_named', SERVER_TITLE)} "
-        f"{_pair_effect(results, 'server_support', SUPPORT_TITLE)} {_unseen_sentence(results)} "
+        f"{_pair_effect(results, 'server_support', SUPPORT_TITLE)} "
+        f"{_unseen_sentence(results, 'server_unseen', 'Both server features against neither')} "
+        f"{_pair_effect(results, 'action', ACTION_TITLE)} "
+        f"{_unseen_sentence(results, 'action_unseen', 'The action bonus against none')} "
         f"{_pair_effect(results, 'unstemmed_bm25_vs_fts5', UNSTEMMED_TITLE)} "
         f"{_pair_effect(results, 'step_depth', STEP_DEPTH_TITLE)}\n\n"
         f'Against the retrieval targets: the default as it ships, answering "no tool fits" '
@@ -965,7 +1012,10 @@ def main(argv: Iterable[str] | None = None) -> int:
         dev, "server_support", lambda v: supported(server_support=v), SUPPORT_GRID
     )
     server_support = choose_value(support, dev, DEFAULT_SERVER_SUPPORT)
-    chosen = variants(embedding, name_weight, server_bonus, server_support)
+    acting = partial(supported, server_support=server_support)
+    actions = setting_curve(dev, "action_bonus", lambda v: acting(action_bonus=v), ACTION_GRID)
+    action_bonus = choose_value(actions, dev, DEFAULT_ACTION_BONUS)
+    chosen = variants(embedding, name_weight, server_bonus, server_support, action_bonus)
     results: dict[str, Any] = {
         "benchmark": "ablation",
         "protocol": {
@@ -979,6 +1029,7 @@ def main(argv: Iterable[str] | None = None) -> int:
             "server_grid": list(SERVER_GRID),
             "support_grid": list(SUPPORT_GRID),
             "support_chosen_on": list(dev),
+            "action_grid": list(ACTION_GRID),
             "lexical_shares": LEXICAL_SHARES,
             "significance": "ranx paired two-sided t-test vs the previous default, p < 0.05",
         },
@@ -989,9 +1040,11 @@ def main(argv: Iterable[str] | None = None) -> int:
             "dev_mean": round(dev_mean, 4),
             "server_bonus": server_bonus,
             "server_support": server_support,
+            "action_bonus": action_bonus,
         },
         "server_curve": {str(b): v for b, v in servers.items()},
         "support_curve": {str(b): v for b, v in support.items()},
+        "action_curve": {str(b): v for b, v in actions.items()},
         "variants": [v.name for v in chosen],
         "descriptions": {v.name: v.what for v in chosen},
     }
@@ -999,8 +1052,8 @@ def main(argv: Iterable[str] | None = None) -> int:
     default = next(v for v in chosen if v.name.endswith("(default)"))
     threshold = choose_abstention(data, default)
     results["abstention"] = abstention_report(data, default, threshold)
-    results["lodo"] = lodo(data, grid, servers, support)
-    results["server_unseen"] = unseen_catalogue_effect(args.limit, cache, default)
+    results["lodo"] = lodo(data, grid, {"servers": servers, "support": support, "actions": actions})
+    results |= unseen_catalogue_effects(args.limit, cache, default)
     large = load_large("test", args.limit, cache)
     results["shipped"] = shipped_scores(data, large, default, threshold)
     results["group_sizes"] = {

@@ -11,8 +11,9 @@ mcp-workbench service (``github``, ``stripe-remote``, ...) are left out of the p
 distractor is another server's copy of a gold tool, and no distractor has a gold tool's name
 (one tool per name). The queries, their gold tools and the split are unchanged.
 
-Each backend (the default ``hybrid``, the default without its server bonus or without its
-server support, its ``embedding`` and stemmed ``bm25`` members) ranks
+Each backend (the default ``hybrid``, the default without its server bonus, without its
+server support or without its action bonus, its ``embedding`` and stemmed ``bm25`` members)
+ranks
 the test split (at most ``--limit`` queries, the sample of the other quality benchmarks) in
 both catalogues; the table gives recall@5 per query style, hit@1 and ndcg@10 over all
 labelled queries, the false-positive rate on negatives, and ranx's paired t-test of the
@@ -55,6 +56,7 @@ BACKENDS: Mapping[str, MemberSpec] = {
     "default (hybrid)": MemberSpec("hybrid", "hybrid", {}),
     "default without server bonus": MemberSpec("hybrid", "hybrid", {"server_bonus": 0.0}),
     "default without server support": MemberSpec("hybrid", "hybrid", {"server_support": 0.0}),
+    "default without action bonus": MemberSpec("hybrid", "hybrid", {"action_bonus": 0.0}),
     "embedding": MemberSpec("embedding", "embedding", {}),
     "bm25_stem": hybrid_member("bm25s", "bm25"),
 }

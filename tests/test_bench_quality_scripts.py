@@ -11,6 +11,7 @@ from types import ModuleType, SimpleNamespace
 
 import pytest
 
+from toolsearch.backend import Hit
 from toolsearch.dataset import load_dataset
 from toolsearch.datasets import shared_datasets_dir
 
@@ -79,6 +80,35 @@ def test_committed_results_render_every_row() -> None:
     renamed = json.loads((RESULTS / "server_names.json").read_text(encoding="utf-8"))
     table = _script("server_names").markdown(renamed)
     assert table.count("| registry names |") == len(renamed["results"])
+
+
+def test_action_agreement_table_has_every_dev_and_test_set() -> None:
+    script = _script("action_agreement")
+    data = json.loads((RESULTS / "action_agreement.json").read_text(encoding="utf-8"))
+    table = script.markdown(data)
+    assert len(data["dev"]) == 12 and list(data["test"]) == list(script.OTHERS)
+    for name in (*data["dev"], *data["test"]):
+        assert f"| {name} |" in table
+    assert "| mean |" in table
+
+
+def test_the_every_tool_variant_differs_only_on_tools_without_a_server() -> None:
+    from toolsearch.fusion import name_words
+    from toolsearch.query import parse_query
+    from toolsearch.tool import Tool
+
+    chosen = _script("action_agreement").variants()
+    every, default = (
+        chosen[name].fuser for name in ("every tool", "tools with a server (default)")
+    )
+    tools = [Tool("mcp__git__create_issue", ""), Tool("create_ticket", "")]
+    names = {tool.name: name_words(tool) for tool in tools}
+    hits = {member: [Hit(tool.name, 0.5) for tool in tools] for member in default.weights}
+    query = parse_query("open an issue")
+    served, everywhere = default.fuse(query, hits, names), every.fuse(query, hits, names)
+    assert everywhere["mcp__git__create_issue"] == served["mcp__git__create_issue"]
+    bonus = default.action_bonus
+    assert everywhere["create_ticket"] == pytest.approx(served["create_ticket"] + bonus)
 
 
 def _toy_data(queries: int = 40) -> SimpleNamespace:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -155,10 +156,18 @@ def test_server_support_pulls_down_the_tools_of_a_server_whose_best_tool_ranks_l
 
 
 @pytest.mark.parametrize(
-    ("server_bonus", "server_support"), [(0.0, 0.0), (0.3, 0.0), (0.0, 0.5), (0.3, 0.8)]
+    ("server_bonus", "server_support", "action_bonus"),
+    [
+        (0.0, 0.0, 0.0),
+        (0.3, 0.0, 0.0),
+        (0.0, 0.5, 0.0),
+        (0.3, 0.8, 0.0),
+        (0.0, 0.0, 0.2),
+        (0.3, 0.5, 0.1),
+    ],
 )
 def test_fusing_for_the_best_k_keeps_every_tool_that_can_reach_them(
-    server_bonus: float, server_support: float
+    server_bonus: float, server_support: float, action_bonus: float
 ) -> None:
     rng = random.Random(3)
     vocabulary = [
@@ -191,6 +200,7 @@ def test_fusing_for_the_best_k_keeps_every_tool_that_can_reach_them(
         exact_name_bonus=0.1,
         server_bonus=server_bonus,
         server_support=server_support,
+        action_bonus=action_bonus,
     )
     left_out = 0
     for _ in range(200):
@@ -211,3 +221,49 @@ def test_fusing_for_the_best_k_keeps_every_tool_that_can_reach_them(
         assert list(pruned) == [name for name in full if name in pruned]
         left_out += len(full) - len(pruned)
     assert left_out > 0  # the bound did leave tools out
+
+
+def _siblings(request: str, action_bonus: float) -> list[str]:
+    """The ranking of three tools of one server the member scores alike, read first."""
+    tools = [
+        Tool("mcp__asana__get_project_status", ""),
+        Tool("mcp__asana__create_project_status", ""),
+        Tool("mcp__asana__delete_project_status", ""),
+    ]
+    names = {t.name: name_words(t) for t in tools}
+    hits = {"m": [Hit(t.name, s) for t, s in zip(tools, (0.8, 0.78, 0.76), strict=True)]}
+    fuser = Fuser({"m": 1.0}, "convex", {"m": "max"}, server_support=0.5, action_bonus=action_bonus)
+    fused = fuser.fuse(parse_query(request), hits, names)
+    return sorted(fused, key=lambda name: -fused[name])
+
+
+def test_the_action_bonus_puts_the_sibling_that_does_what_the_request_asks_first() -> None:
+    request = "post the project status update in Asana"  # post: create or send
+    assert _siblings(request, 0.0)[0] == "mcp__asana__get_project_status"
+    assert _siblings(request, 0.2)[0] == "mcp__asana__create_project_status"
+    removing = _siblings("remove the project status in Asana", 0.2)
+    assert removing[0] == "mcp__asana__delete_project_status"
+
+
+def test_a_request_without_an_action_word_leaves_the_ranking_alone() -> None:
+    assert _siblings("asana project status", 0.2) == _siblings("asana project status", 0.0)
+
+
+def test_the_action_bonus_comes_after_server_support_and_only_to_tools_with_a_server() -> None:
+    tools = [
+        Tool("mcp__git__create_issue", ""),
+        Tool("mcp__git__list_issues", ""),
+        Tool("create_ticket", ""),  # no server: no siblings to tell apart
+    ]
+    names = {t.name: name_words(t) for t in tools}
+    hits = {"m": [Hit(tools[0].name, 0.5), Hit(tools[1].name, 1.0), Hit(tools[2].name, 0.4)]}
+    query = parse_query("open an issue")  # open: create
+    base = Fuser({"m": 1.0}, "convex", {"m": "max"}, server_support=0.5)
+    plain = base.fuse(query, hits, names)
+    acting = replace(base, action_bonus=0.3).fuse(query, hits, names)
+    # the bonus does not raise the server's lead, so list_issues gains nothing from it
+    assert acting == {
+        tools[0].name: pytest.approx(plain[tools[0].name] + 0.3),
+        tools[1].name: pytest.approx(plain[tools[1].name]),
+        tools[2].name: pytest.approx(plain[tools[2].name]),
+    }

@@ -105,7 +105,8 @@ def test_member_ties_keep_pool_order() -> None:
     twins = [Tool(f"mcp__s{i}__lookup_record", "Look up a record.") for i in range(6)]
     plain = [Tool(f"LookupRecord{i}", "Look up a record.") for i in range(2)]
     options = {"embedding": {**FAKE_EMBEDDING["embedding"], "fields": ["description"]}}
-    hybrid = _hybrid(members=["embedding"], member_options=options, name_weight=0)
+    # no name feature: "look up" is the read action of the twins' names, not of the plain ones
+    hybrid = _hybrid(members=["embedding"], member_options=options, name_weight=0, action_bonus=0)
     hybrid.index(list(reversed(twins + plain)))
     expected = [t.name for t in plain] + [t.name for t in twins]
     for k in (1, 3, 8, 20):
@@ -253,12 +254,13 @@ def test_requires_and_extra_describe_the_default_members() -> None:
     assert HybridBackend.incremental is incremental
 
 
-def test_default_is_convex_fusion_with_name_match_and_multistep() -> None:
+def test_default_is_convex_fusion_with_name_match_action_bonus_and_multistep() -> None:
     hybrid = _hybrid()
     params = hybrid.params()
     assert params["fusion"] == "convex" and params["name_weight"] == 0.1
     assert params["exact_name_bonus"] == 0.1 and params["server_bonus"] == 0.2
     assert params["server_support"] == 0.5 and hybrid.fuser.server_support == 0.5
+    assert params["action_bonus"] == 0.1 and hybrid.fuser.action_bonus == 0.1
     assert params["normalise"] == {"keyword": "max", "embedding": "minmax"}
     assert params["multistep"] is True  # gated per-step search of long requests
     assert DEFAULT_MEMBERS["embedding"] == 0.7
@@ -358,6 +360,8 @@ def test_asking_for_more_hits_never_reorders_the_first_ones(
         ({"server_bonus": "0.2"}, "server_bonus must be a finite number"),
         ({"server_support": -1}, "server_support must be non-negative"),
         ({"server_support": float("inf")}, "server_support must be a finite number"),
+        ({"action_bonus": -0.1}, "action_bonus must be non-negative"),
+        ({"action_bonus": None}, "action_bonus must be a finite number"),
         ({"multistep": "yes"}, "multistep must be true or false"),
         ({"step_depth": 0}, "step_depth must be a positive integer, got 0"),
         ({"step_depth": True}, "step_depth must be a positive integer, got True"),

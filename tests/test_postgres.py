@@ -27,6 +27,7 @@ import psycopg
 from toolsearch.backend import Hit
 from toolsearch.backends.embedding import HashingEncoder
 from toolsearch.backends.hybrid import (
+    DEFAULT_ACTION_BONUS,
     DEFAULT_EXACT_NAME_BONUS,
     DEFAULT_NAME_WEIGHT,
     DEFAULT_SERVER_BONUS,
@@ -163,6 +164,7 @@ def test_convex_fusion_is_the_default_hybrids() -> None:
     assert hybrid.exact_name_bonus == DEFAULT_EXACT_NAME_BONUS
     assert hybrid.server_bonus == DEFAULT_SERVER_BONUS
     assert hybrid.server_support == DEFAULT_SERVER_SUPPORT
+    assert hybrid.action_bonus == DEFAULT_ACTION_BONUS
     # text: 1 and 0.25 of its best; dense min-max over .4-.61
     plain = Fuser(hybrid.weights, "convex", hybrid.methods).fuse(
         query, {"lexical": lexical, "embedding": dense}, {}

@@ -32,8 +32,12 @@ tools (a tool with no server is a server of its own). Within a server nothing mo
 servers, the tools of a server whose best tool ranks far down are pulled further down — a soft
 form of ranking servers first and then their tools (MCP-Zero), which matters most when many
 servers offer similar tools.
+Action agreement: when the name of a tool with a server shares an action class with the query
+(:mod:`toolsearch.actions`: "post a status update" asks to create or send, ``create_status``
+creates, ``get_status`` reads), the tool gets ``action_bonus``, added after the server support so
+that it tells a server's tools apart; a catalogue without servers keeps its order.
 
-The measurements behind all five are in ``lab/retrieval.md``.
+The measurements behind all six are in ``lab/retrieval.md``.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from toolsearch.actions import action_classes
 from toolsearch.backend import Hit
 from toolsearch.query import ParsedQuery
 from toolsearch.stemming import STOPWORDS
@@ -172,19 +177,21 @@ def _home(names: Mapping[str, NameWords], name: str) -> str:
 @dataclass(frozen=True, slots=True)
 class NameWords:
     """The words of a tool's name: with its server (``words``), without (``own``), and of its
-    server alone (``server``); ``home`` is the server as written (``""``: none)."""
+    server alone (``server``); ``home`` is the server as written (``""``: none); ``actions``
+    the action classes of its own words (:func:`toolsearch.actions.action_classes`)."""
 
     words: frozenset[str]
     own: frozenset[str]
     server: frozenset[str] = frozenset()
     home: str = ""
+    actions: frozenset[str] = frozenset()
 
 
 def name_words(tool: Tool) -> NameWords:
     """The words of a tool's name and server, as the lexical backends tokenise them."""
     fields = tool_fields(tool)
     own, server = frozenset(fields.name), frozenset(fields.server)
-    return NameWords(server | own, own, server, tool.server or "")
+    return NameWords(server | own, own, server, tool.server or "", action_classes(own))
 
 
 def query_words(query: ParsedQuery) -> frozenset[str]:
@@ -200,7 +207,9 @@ class Fuser:
     ``name_weight`` the weight of :func:`name_coverage`, ``exact_name_bonus`` what a tool whose
     whole name (``exact_name_min_words`` words or more) the query says gains, ``server_bonus``
     what a tool whose server the query names gains (:func:`names_server`; convex fusion only),
-    ``server_support`` the share of its server's best score each tool gains (convex fusion only).
+    ``server_support`` the share of its server's best score each tool gains (convex fusion only),
+    ``action_bonus`` what a tool with a server whose name shares an action class with the query
+    gains (:mod:`toolsearch.actions`; convex fusion only).
     """
 
     weights: Mapping[str, float]
@@ -212,6 +221,7 @@ class Fuser:
     exact_name_min_words: int = 2
     server_bonus: float = 0.0
     server_support: float = 0.0
+    action_bonus: float = 0.0
 
     def fuse(
         self,
@@ -229,21 +239,31 @@ class Fuser:
             return rrf_fuse(rankings, self.weights, self.k)
         fused = convex_fuse(hits, self.weights, self.methods)
         if not (
-            self.name_weight or self.exact_name_bonus or self.server_bonus or self.server_support
+            self.name_weight
+            or self.exact_name_bonus
+            or self.server_bonus
+            or self.server_support
+            or self.action_bonus
         ):
             return fused
         words = query_words(query)
+        wanted = action_classes(words) if self.action_bonus else frozenset()
         lifted = self._server_named(fused, words, names)
         if k is None:
             kept = needed = list(fused)
         else:
-            kept, needed = self._reachable(fused, lifted, words, names, k)
+            kept, needed = self._reachable(fused, lifted, words, names, k, bool(wanted))
         scored = {
             name: fused[name] + self._bonus(words, names.get(name), name in lifted)
             for name in needed
         }
         if self.server_support:
             scored = self._supported(scored, names)
+        if wanted:
+            scored = {
+                name: score + self._action(names.get(name), wanted)
+                for name, score in scored.items()
+            }
         return {name: round(scored[name], _SCORE_DECIMALS) for name in kept}
 
     def _supported(
@@ -264,6 +284,7 @@ class Fuser:
         words: frozenset[str],
         names: Mapping[str, NameWords],
         k: int,
+        acting: bool = False,
     ) -> tuple[list[str], list[str]]:
         """The tools of ``fused`` (those in ``names``) that can still be among the best ``k``,
         and the tools whose name bonus must be known to score them: those, plus any tool that
@@ -277,7 +298,8 @@ class Fuser:
         same band, so with server support ``μ`` the final score lies in
         ``[floor, floor + (1 + μ) · spread]``, ``floor`` being the score with every name bonus
         0. The ``k`` best floors are reached by ``k`` tools; a tool whose upper end falls short
-        of the ``k``-th floor cannot pass them."""
+        of the ``k``-th floor cannot pass them. When the query asks for an action (``acting``),
+        the action bonus, added after the server support, widens the band by itself."""
         low = {
             name: score + (self.server_bonus if name in lifted else 0.0)
             for name, score in fused.items()
@@ -290,7 +312,7 @@ class Fuser:
         spread = self.name_weight * dice + self.exact_name_bonus + 1e-9
         floor = self._supported(low, names) if self.server_support else low
         kth = heapq.nlargest(k, floor.values())[-1]
-        reach = (1 + self.server_support) * spread
+        reach = (1 + self.server_support) * spread + (self.action_bonus if acting else 0.0)
         kept = [name for name, score in floor.items() if score + reach >= kth]
         if not self.server_support:
             return kept, kept
@@ -328,3 +350,11 @@ class Fuser:
         if lifted:
             bonus += self.server_bonus
         return bonus
+
+    def _action(self, found: NameWords | None, wanted: frozenset[str]) -> float:
+        """The action bonus of a tool with a server whose name shares a class with the query's
+        ``wanted`` actions. It tells a server's tools apart: added after the server support, it
+        does not lift the whole server, and a tool without a server has no siblings."""
+        if found is None or not found.home:
+            return 0.0
+        return self.action_bonus if found.actions & wanted else 0.0
