@@ -227,12 +227,24 @@ def soup_candidate() -> Path:
 
 
 def fold_soup(fold: str) -> Path:
-    """The soup made the same way without fold ``fold``'s sources: the three-dataset model
-    trained without the fold's bundled dataset (each fold holds at most one) averaged with
-    :func:`fold_model`."""
+    """The soup made the same way without fold ``fold``'s sources: :func:`narrow_fold_model`
+    averaged with :func:`fold_model`."""
+    return averaged_model((narrow_fold_model(fold), fold_model(fold)), f"soup-without-{fold}")
+
+
+def candidate_fold_soup(fold: str) -> Path:
+    """The soup candidate's recipe without fold ``fold``'s sources at the candidate's budget:
+    :func:`narrow_fold_model` averaged with :func:`candidate_fold_model`. Against
+    :func:`fold_soup` it tells whether a fold's loss comes from the small fold budget."""
+    parts = (narrow_fold_model(fold), candidate_fold_model(fold))
+    return averaged_model(parts, f"combined-soup-without-{fold}")
+
+
+def narrow_fold_model(fold: str) -> Path:
+    """The three-dataset model trained without the fold's bundled dataset (each fold holds at
+    most one; the shipped recipe's model where it holds none)."""
     bundled = [name for name in DATASETS if name in FOLDS[fold]]
-    narrow = tuned_models.fold_model(bundled[0]) if bundled else tuned_models.shipped_recipe_model()
-    return averaged_model((narrow, fold_model(fold)), f"soup-without-{fold}")
+    return tuned_models.fold_model(bundled[0]) if bundled else tuned_models.shipped_recipe_model()
 
 
 def averaged_model(parts: Sequence[Path], label: str) -> Path:
@@ -280,6 +292,12 @@ def fold_model(fold: str) -> Path:
     """The model trained without fold ``fold``'s sources, at the fold budget."""
     kept = tuple(s for s in SOURCES if s not in FOLDS[fold])
     return cached_model(kept, f"broad-without-{fold}", FOLD_PER_SOURCE, FOLD_RECIPE)
+
+
+def candidate_fold_model(fold: str) -> Path:
+    """:func:`combined_candidate`'s recipe and budget without fold ``fold``'s sources."""
+    kept = tuple(s for s in SOURCES if s not in FOLDS[fold])
+    return cached_model(kept, f"combined-without-{fold}", PER_SOURCE, RECIPE, full=DATASETS)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -232,7 +232,7 @@ class Fuser:
     ) -> dict[str, float]:
         """Fused scores of the members' ``hits``; ``names`` maps tools to their
         :func:`name_words`. With ``k``, only the tools of ``names`` that can still be among
-        the best ``k`` once their name bonus and server support are added (see
+        the best ``k`` once their name bonus, server support and action bonus are added (see
         :meth:`_reachable`)."""
         if self.fusion == "rrf":
             rankings = {m: [hit.name for hit in found] for m, found in hits.items()}
