@@ -12,7 +12,8 @@ update, delete — plus sending messages, running and stopping jobs and answerin
 with its common English verbs. A word with two senses belongs to both ("post": create and send;
 "publish": create and run), so agreement is a shared class, never an exact verb. Words are
 matched with their regular inflections ("posting", "created", "updates", "deleting"), except
-the adjective "new", matched as written.
+the adjective "new", matched as written. A few suffix rules, not a stemmer: the fusion is part
+of the core package, which needs no extra (the ``postgres`` backend fuses without PyStemmer).
 Nothing here is learned from a dataset: the list holds verbs any API uses, so it carries to
 catalogues it was never measured on.
 """
