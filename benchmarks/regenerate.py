@@ -89,6 +89,7 @@ LAB = frozenset(
         "broad_lodo",
         "distractors",
         "fine_tune",
+        "fold_budget",
         "learned_fusion",
         "metadata_pairs",
         "query_adapter",
@@ -173,6 +174,11 @@ REGISTRY: tuple[Result, ...] = (
             "broad_lodo": script_table("broad_lodo"),
             "siblings": lambda data: _script("broad_lodo").sibling_markdown(data),
         },
+    ),
+    Result(
+        "fold_budget",
+        _lab("fold_budget"),
+        {"fold_budget": script_table("fold_budget")},
     ),
     Result(
         "stock_bm25",

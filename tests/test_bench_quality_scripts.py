@@ -635,3 +635,13 @@ def test_mining_vectors_are_remembered_across_trainings(
     again = broad._RememberingEncoder(Model())  # a later fold, in another process
     assert again.encode(["abc", "abcd"]).tolist() == [[3.0, 1.0], [4.0, 1.0]]
     assert asked[1:] == [["abcd"]]
+
+
+def test_fold_budget_table_has_a_row_per_left_out_dataset_and_every_model() -> None:
+    script = _script("fold_budget")
+    data = json.loads((RESULTS / "fold_budget.json").read_text(encoding="utf-8"))
+    table = script.markdown(data)
+    for fold, rows in data["folds"].items():
+        for name, result in rows.items():
+            assert f"| {fold} | {name} |" in table
+            assert set(result["means"]) == {"base", script.UNSEEN, *script.MODELS}
