@@ -448,6 +448,7 @@ def unseen_catalogue_effects(limit: int | None, cache: Path, default: Variant) -
     for name, load in sets.items():
         data = load()
         ranked = rank(data, default)
+        scored = scores(data, ranked)
         for key, settings in UNSEEN_WITHOUT.items():
             without = replace(
                 default, name=f"{DEFAULT_VARIANT} {key}", fuser=replace(default.fuser, **settings)
@@ -456,7 +457,7 @@ def unseen_catalogue_effects(limit: int | None, cache: Path, default: Variant) -
             out[key][name] = {
                 "scores": {
                     "without": scores(data, runs[without.name]),
-                    "default": scores(data, ranked),
+                    "default": scored,
                 },
                 "significance": significance(data, runs, without.name)[default.name],
             }

@@ -104,7 +104,8 @@ def test_sets(cache: Path) -> dict[str, Data]:
 
 
 def siblings_hit(data: Data, ranked: Mapping[str, list[Hit]]) -> dict[str, Any]:
-    """hit@1 among the queries whose one gold tool has same-server siblings."""
+    """hit@1 among the queries whose one gold tool has siblings: other tools of its server or
+    API (``lab.broad_lodo.sibling_queries``)."""
     ids = sibling_queries(data.sample)
     if not ids:
         return {"queries": 0}
