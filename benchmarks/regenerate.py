@@ -87,6 +87,7 @@ LAB = frozenset(
         "ablation",
         "action_agreement",
         "broad_lodo",
+        "default_model",
         "distractors",
         "fine_tune",
         "fold_budget",
@@ -179,6 +180,11 @@ REGISTRY: tuple[Result, ...] = (
         "fold_budget",
         _lab("fold_budget"),
         {"fold_budget": script_table("fold_budget")},
+    ),
+    Result(
+        "default_model",
+        _lab("default_model"),
+        {"default_model": script_table("default_model")},
     ),
     Result(
         "stock_bm25",

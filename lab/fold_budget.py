@@ -6,12 +6,16 @@
 (``broad_model.FOLD_PER_SOURCE`` pairs a source, one pass), far below the soup candidate's
 (``broad_model.PER_SOURCE``, two passes, the three bundled samples whole). On mcp-workbench
 that fold soup trails the shipped recipe trained without mcp-workbench. Here each chosen fold
-(:data:`FOLDS`, by default the MCP fold: the case of a user's own catalogue) is trained at
-the candidate's budget (:func:`broad_model.candidate_fold_soup`; about an hour and a quarter
-on two cores) and scored on the test split of each dataset it left out, against the untuned
-all-MiniLM-L6-v2, the shipped recipe trained without the dataset (``previous unseen``) and
-the fold-budget soup — the ``embedding`` backend's float32 ranking, ranx paired t-tests
-against ``previous unseen``, p < 0.05, no correction (``broad_lodo.scored``).
+(:data:`FOLDS`, by default the MCP fold — the case of a user's own catalogue — and the
+generated functions, which hold BFCL and Seal-Tools) is trained at the candidate's budget —
+the shipped model's combined recipe (:func:`broad_model.candidate_fold_model`, about an hour
+and a quarter on two cores) and its soup (:func:`broad_model.candidate_fold_soup`) — and
+scored on the test split of each dataset it left out, against the untuned all-MiniLM-L6-v2,
+the previous shipped model's recipe trained without the dataset (``previous unseen``), that
+recipe trained without the fold's bundled dataset (``previous fold``: ``previous unseen`` of
+Seal-Tools and NESTFUL learnt from BFCL, a dataset of their own fold, which the candidate fold
+never saw) and the fold-budget soup — the ``embedding`` backend's float32 ranking, ranx paired
+t-tests against ``previous unseen``, p < 0.05, no correction (``broad_lodo.scored``).
 """
 
 from __future__ import annotations
@@ -29,14 +33,14 @@ from lab.tuned_models import base_path
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "lab" / "results" / "fold_budget.json"
 #: The folds trained at the candidate's budget when none is named.
-FOLDS = ("mcp",)
+FOLDS = ("mcp", "generated-functions")
 #: The models of each row, after base and previous unseen.
-MODELS = ("fold soup", "candidate fold", "candidate fold soup")
+MODELS = ("previous fold", "fold soup", "candidate fold", "candidate fold soup")
 
 
 def unseen_model(name: str) -> Path:
-    """A model of the shipped recipe that never saw ``name``: its fold model for a bundled
-    dataset, else the shipped recipe's model (trained on the bundled three only)."""
+    """A model of the previous shipped recipe that never saw ``name``: its fold model for a
+    bundled dataset, else the three-dataset model itself (trained on the bundled three only)."""
     if name in DATASETS:
         return tuned_models.fold_model(name)
     return tuned_models.shipped_recipe_model()
@@ -46,6 +50,7 @@ def measure(folds: tuple[str, ...]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for fold in folds:
         models = {
+            "previous fold": broad_model.narrow_fold_model(fold),
             "fold soup": broad_model.fold_soup(fold),
             "candidate fold": broad_model.candidate_fold_model(fold),
             "candidate fold soup": broad_model.candidate_fold_soup(fold),
@@ -81,11 +86,14 @@ def markdown(data: dict[str, Any]) -> str:
     lines += [
         "",
         "The `embedding` backend's float32 ranking; no model in a row saw its dataset. "
-        "`previous unseen`: the shipped recipe trained without the dataset; `fold soup`: "
-        "`lab.broad_lodo`'s, its broad half at the fold budget; `candidate fold`: the soup "
-        "candidate's broad half (the combined recipe) trained without the fold at the "
-        "candidate's budget; `candidate fold soup`: that model averaged with `previous "
-        "unseen`. `*`: differs from `previous unseen` (ranx paired t-test, p < 0.05).",
+        "`previous unseen`: the previous shipped model's recipe (three datasets) trained "
+        "without the dataset, or that model itself where it never saw it; `previous fold`: "
+        "that recipe trained without the fold's bundled dataset, so that, like the candidate "
+        "fold, it never saw the fold's other datasets either; `fold soup`: "
+        "`lab.broad_lodo`'s, its broad half at the fold budget; `candidate fold`: the shipped "
+        "model's recipe (combined) trained without the fold at its budget; `candidate fold "
+        "soup`: that model averaged with `previous unseen`. `*`: differs from `previous "
+        "unseen` (ranx paired t-test, p < 0.05).",
     ]
     return "\n".join(lines)
 

@@ -1,21 +1,19 @@
-"""The fine-tuned models of the benchmark datasets: the shipped default and its LODO folds.
+"""The three-dataset models: the previously shipped default's recipe and its LODO folds.
 
-    python -m lab.tuned_models        # rebuilds toolsearch/models/toolsearch-minilm-l6
+    python -m lab.tuned_models        # makes (or finds) the three-dataset model; prints its folder
 
-The shipped model (``SHIPPED_MODEL_PATH``) is the bundled all-MiniLM-L6-v2 (:data:`BASE_MODEL`)
-trained with :class:`toolsearch.backends.fine_tuning.Recipe` on the **dev** samples of the
-three datasets of :data:`member_runs.DATASETS` (at most :data:`LIMIT` queries each, the samples
-every quality benchmark uses); the command above rebuilds it from the same data and seed.
+The three-dataset model is the bundled all-MiniLM-L6-v2 (:data:`BASE_MODEL`) trained with
+:class:`toolsearch.backends.fine_tuning.Recipe` on the **dev** samples of the three datasets of
+:data:`member_runs.DATASETS` (at most :data:`LIMIT` queries each, the samples every quality
+benchmark uses). It was the shipped model until the broad model (``lab/broad_model.py``, which
+installs the shipped one) replaced it; the experiments that built on it still measure it.
 Any model here can also be trained with the description pairs of catalogues without labelled
 requests (``catalogues``; :data:`PUBLIC_MCP`, measured by ``metadata_pairs.py``).
-A fold model is the same training without one dataset. Fold models stand in for the shipped
-one wherever a score must come from a model that never saw the queries: the leave-one-dataset-
-out table (``fine_tune.py``) and the dev splits on which the ablation chooses the default's
-settings (``ablation.py``; ``lab/retrieval.md``). They are cached under
-``$TOOLSEARCH_CACHE_DIR/fine_tuned``, keyed by the recipe, the base model and the training
-samples. So is the model trained on all three datasets, which the command above copies into
-the package. Needs the ``embedding`` extra (PyTorch) and the public datasets
-(``../shared/datasets``).
+A fold model is the same training without one dataset: the leave-one-dataset-out table of
+``fine_tune.py`` and the "previous unseen" columns of ``broad_lodo.py`` use them. They are
+cached under ``$TOOLSEARCH_CACHE_DIR/fine_tuned``, keyed by the recipe, the base model and the
+training samples, as is the model trained on all three datasets. Needs the ``embedding``
+extra (PyTorch) and the public datasets (``../shared/datasets``).
 """
 
 from __future__ import annotations
@@ -33,7 +31,6 @@ from lab.member_runs import DATASETS, load_sample
 from toolsearch.backends.embedding import DEFAULT_FIELDS, DEFAULT_MAX_WORDS, default_cache_dir
 from toolsearch.backends.encoders import (
     BASE_MODEL,
-    SHIPPED_MODEL_PATH,
     model_fingerprint,
     resolve_model_path,
 )
@@ -159,38 +156,19 @@ def cached_model(
 
 
 def shipped_recipe_model() -> Path:
-    """The model the recipe trains on all three datasets (from the cache, else trained now)."""
+    """The model the recipe trains on all three datasets, shipped until the broad model (from
+    the cache, else trained now)."""
     return cached_model(DATASETS, "all")
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Install the model the recipe trains on all three datasets (from the cache, where
-    ``metadata_pairs.py`` also looks for it, else trained now) as the shipped model.
+    """Make the three-dataset model (or find it in the cache, where ``metadata_pairs.py`` also
+    looks for it) and print its folder.
 
     It takes no options; ``--help`` says what it does instead of starting to train."""
     argparse.ArgumentParser(description=(main.__doc__ or "").split("\n\n")[0]).parse_args(argv)
-    trained = shipped_recipe_model()
-    if SHIPPED_MODEL_PATH.exists():
-        shutil.rmtree(SHIPPED_MODEL_PATH)
-    shutil.copytree(trained, SHIPPED_MODEL_PATH)
-    record = json.loads((trained / "toolsearch-training.json").read_text(encoding="utf-8"))
-    (SHIPPED_MODEL_PATH / "README.md").write_text(_card(record), encoding="utf-8")
-    print(json.dumps(record, indent=2))
+    print(shipped_recipe_model())
     return 0
-
-
-def _card(record: dict[str, Any]) -> str:
-    epochs = record["recipe"]["epochs"]
-    passes = "one pass" if epochs == 1 else f"{epochs} passes"
-    return (
-        "# toolsearch-minilm-l6\n\n"
-        f"all-MiniLM-L6-v2 fine-tuned for tool retrieval on the dev requests of "
-        f"{', '.join(record['datasets'])} ({record['pairs']} request/tool pairs, {passes}, "
-        f"seed {record['recipe']['seed']}). The default model of toolsearch's `embedding` "
-        "backend. Weights stored in float16, loaded as float32. Rebuild it with\n"
-        "`python -m lab.tuned_models`; how it was chosen and measured: lab/retrieval.md.\n"
-        "\nLicence: Apache-2.0, as all-MiniLM-L6-v2.\n"
-    )
 
 
 if __name__ == "__main__":

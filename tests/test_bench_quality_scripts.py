@@ -310,27 +310,45 @@ def test_description_pairs_key_their_own_cached_models() -> None:
 def test_the_shipped_model_is_installed_from_the_trained_cache(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    tuned = _script("tuned_models")
-    trained = tmp_path / "cache" / "all-key"
+    broad = _script("broad_model")
+    trained = tmp_path / "cache" / "combined-key"
     trained.mkdir(parents=True)
-    record = {"datasets": ["a", "b"], "pairs": 10, "recipe": {"epochs": 2, "seed": 42}}
+    record = {
+        "requests": {"sgd": 10},
+        "licences": {"sgd": "CC BY-SA 4.0"},
+        "pairs": 10,
+        "per_tool": 6,
+        "per_source": 700,
+        "recipe": {"epochs": 2, "seed": 42},
+    }
     (trained / "toolsearch-training.json").write_text(json.dumps(record), encoding="utf-8")
     (trained / "model.safetensors").write_bytes(b"weights")
+    (trained / "README.md").write_text("a card written elsewhere", encoding="utf-8")
     shipped = tmp_path / "shipped"
     shipped.mkdir()
     (shipped / "stale.bin").write_bytes(b"old")
-    asked: list[tuple[object, ...]] = []
-    monkeypatch.setattr(tuned, "cached_model", lambda *a: asked.append(a) or trained)
-    monkeypatch.setattr(tuned, "SHIPPED_MODEL_PATH", shipped)
-    assert tuned.main([]) == 0
-    assert asked == [(tuned.DATASETS, "all")]
+    asked: list[str] = []
+    monkeypatch.setattr(broad, "combined_candidate", lambda: asked.append("made") or trained)
+    monkeypatch.setattr(broad, "SHIPPED_MODEL_PATH", shipped)
+    assert broad.main([]) == 0
     with pytest.raises(SystemExit) as help_asked:
-        tuned.main(["--help"])
-    assert help_asked.value.code == 0 and len(asked) == 1  # --help trains nothing
+        broad.main(["--help"])
+    assert help_asked.value.code == 0 and asked == ["made"]  # --help trains nothing
     assert (shipped / "model.safetensors").read_bytes() == b"weights"
     assert not (shipped / "stale.bin").exists()
     card = (shipped / "README.md").read_text(encoding="utf-8")
-    assert "(10 request/tool pairs, 2 passes, seed 42)" in card
+    assert card == broad.card(record) and "| sgd | 10 | CC BY-SA 4.0 |" in card
+
+
+def test_the_three_dataset_model_command_installs_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tuned = _script("tuned_models")
+    asked: list[tuple[object, ...]] = []
+    monkeypatch.setattr(tuned, "cached_model", lambda *a: asked.append(a) or tmp_path / "all-k")
+    assert tuned.main([]) == 0
+    assert asked == [(tuned.DATASETS, "all")]
+    assert capsys.readouterr().out.strip() == str(tmp_path / "all-k")
 
 
 def test_metadata_pairs_table_has_every_fold_seed_and_dataset() -> None:
@@ -645,3 +663,17 @@ def test_fold_budget_table_has_a_row_per_left_out_dataset_and_every_model() -> N
         for name, result in rows.items():
             assert f"| {fold} | {name} |" in table
             assert set(result["means"]) == {"base", script.UNSEEN, *script.MODELS}
+
+
+def test_default_model_table_has_a_row_per_split_and_marks_significance() -> None:
+    script = _script("default_model")
+    data = json.loads((RESULTS / "default_model.json").read_text(encoding="utf-8"))
+    table = script.markdown(data)
+    for name, result in data["in_domain"].items():
+        assert f"| in-domain | {name} | {result['queries']} |" in table
+        assert set(result["means"]) == {script.PREVIOUS, script.SHIPPED}
+    for fold, rows in data["unseen"].items():
+        assert set(rows) == set(_script("broad_model").FOLDS[fold])
+        for name in rows:
+            assert f"| unseen (fold {fold}) | {name} |" in table
+    assert set(data["unseen"]) == set(script.FOLDS)

@@ -153,7 +153,7 @@ def test_missing_shipped_weights_are_a_clear_error(
 
     monkeypatch.setattr(encoders, "SHIPPED_MODEL_PATH", tmp_path / "gone")
     with pytest.raises(
-        BackendError, match=r"has no weights under .*gone.*python -m lab\.tuned_models"
+        BackendError, match=r"has no weights under .*gone.*python -m lab\.broad_model"
     ):
         resolve_model_path(encoders.TUNED_MODEL)
 
