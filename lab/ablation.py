@@ -49,7 +49,6 @@ from lab.member_runs import (
     load_sample,
     member_hits,
 )
-from lab.tuned_models import LIMIT, fold_model
 from toolsearch.backend import Hit
 from toolsearch.backends.encoders import DEFAULT_MODEL, TUNED_MODEL
 from toolsearch.backends.hybrid import (
@@ -212,18 +211,9 @@ class Data:
         return qid not in self.sample.qrels
 
 
-#: Datasets whose fold is not yet trained at the shipped model's budget (about 75 minutes
-#: each on two cores): their stand-in is the three-dataset recipe trained without them.
-STAND_IN_PENDING = frozenset({"metatool"})
-
-
-def stand_in(name: str, limit: int | None) -> Path:
+def stand_in(name: str) -> Path:
     """The model that stands in for the shipped one on ``name``: the shipped recipe trained
-    without ``name``'s fold (``broad_model.candidate_fold_model``); for
-    :data:`STAND_IN_PENDING`, the three-dataset recipe without ``name``
-    (``tuned_models.fold_model``)."""
-    if name in STAND_IN_PENDING:
-        return fold_model(name, limit or LIMIT)
+    without ``name``'s group of sources (``broad_model.candidate_fold_model``)."""
     return broad_model.candidate_fold_model(broad_model.fold_of(name))
 
 
@@ -235,7 +225,7 @@ def members_for(
     made on scores of a model that never saw those queries, as on a user's catalogue."""
     if not (split == "dev" if fold is None else fold) or DEFAULT_MODEL != TUNED_MODEL:
         return dict(MEMBERS)
-    options = {**MEMBERS["embedding"].options, "model": str(stand_in(name, limit))}
+    options = {**MEMBERS["embedding"].options, "model": str(stand_in(name))}
     return dict(MEMBERS) | {"embedding": MemberSpec("embedding", "embedding", options)}
 
 
