@@ -11,7 +11,7 @@ model as its embedding member, and nothing else changed, on two kinds of test sp
 * **in-domain**: the three bundled datasets, with the shipped model (``broad_model``'s
   combined recipe) and the model shipped before it (``broad_lodo.previous_model``); both
   trained on those datasets' dev splits;
-* **unseen**: each dataset of each fold trained at the shipped model's budget (:data:`FOLDS`),
+* **unseen**: each dataset of each fold trained at the shipped model's budget (``fold_budget.FOLDS``),
   with the shipped recipe trained without the fold (``broad_model.candidate_fold_model``) and
   the previous recipe that never saw the dataset (``fold_budget.unseen_model``): neither saw
   it, as neither has seen a user's catalogue.
@@ -22,8 +22,6 @@ ranx paired t-tests against the previous model, p < 0.05, no correction
 
 from __future__ import annotations
 
-import argparse
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -31,14 +29,12 @@ from typing import Any
 from lab import broad_model
 from lab.ablation import MEMBERS, rank, sample_data, shipped_variant
 from lab.broad_lodo import LIMIT, METRICS, previous_model, scored
-from lab.fold_budget import unseen_model
+from lab.fold_budget import fold_script, unseen_model
 from lab.member_runs import DATASETS, MemberSpec, Sample, default_runs_dir, load_sample
 from toolsearch.backends.encoders import SHIPPED_MODEL_PATH
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "lab" / "results" / "default_model.json"
-#: The folds trained at the shipped model's budget (about an hour and a quarter each).
-FOLDS = ("mcp", "plugins-and-models", "generated-functions")
 PREVIOUS = "previous"
 SHIPPED = "shipped"
 
@@ -124,14 +120,7 @@ def markdown(data: Mapping[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=OUT)
-    parser.add_argument("--fold", action="append", choices=sorted(broad_model.FOLDS))
-    args = parser.parse_args(argv)
-    data = measure(tuple(args.fold or FOLDS))
-    args.out.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    print(markdown(data))
-    return 0
+    return fold_script(argv, __doc__ or "", OUT, measure, markdown)
 
 
 if __name__ == "__main__":

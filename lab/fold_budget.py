@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -99,15 +100,29 @@ def markdown(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=OUT)
+def fold_script(
+    argv: list[str] | None,
+    doc: str,
+    out: Path,
+    measure: Callable[[tuple[str, ...]], dict[str, Any]],
+    render: Callable[[dict[str, Any]], str],
+) -> int:
+    """The command line of a script that scores fold models (``--fold``, ``--out``):
+    ``measure(folds)`` written as JSON to ``--out``, then ``render``-ed. Without ``--fold``,
+    :data:`FOLDS`."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=out)
     parser.add_argument("--fold", action="append", choices=sorted(broad_model.FOLDS))
     args = parser.parse_args(argv)
     data = measure(tuple(args.fold or FOLDS))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    print(markdown(data))
+    print(render(data))
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return fold_script(argv, __doc__ or "", OUT, measure, markdown)
 
 
 if __name__ == "__main__":

@@ -663,6 +663,7 @@ def test_fold_budget_table_has_a_row_per_left_out_dataset_and_every_model() -> N
         for name, result in rows.items():
             assert f"| {fold} | {name} |" in table
             assert set(result["means"]) == {"base", script.UNSEEN, *script.MODELS}
+    assert set(data["folds"]) == set(script.FOLDS)
 
 
 def test_default_model_table_has_a_row_per_split_and_marks_significance() -> None:
@@ -676,4 +677,4 @@ def test_default_model_table_has_a_row_per_split_and_marks_significance() -> Non
         assert set(rows) == set(_script("broad_model").FOLDS[fold])
         for name in rows:
             assert f"| unseen (fold {fold}) | {name} |" in table
-    assert set(data["unseen"]) == set(script.FOLDS)
+    assert set(data["unseen"]) == set(_script("fold_budget").FOLDS)
