@@ -11,10 +11,10 @@ model as its embedding member, and nothing else changed, on two kinds of test sp
 * **in-domain**: the three bundled datasets, with the shipped model (``broad_model``'s
   combined recipe) and the model shipped before it (``broad_lodo.previous_model``); both
   trained on those datasets' dev splits;
-* **unseen**: each dataset of each fold trained at the shipped model's budget (``fold_budget.FOLDS``),
-  with the shipped recipe trained without the fold (``broad_model.candidate_fold_model``) and
-  the previous recipe that never saw the dataset (``fold_budget.unseen_model``): neither saw
-  it, as neither has seen a user's catalogue.
+* **unseen**: each dataset of each fold trained at the shipped model's budget
+  (``fold_budget.FOLDS``: all five), with the shipped recipe trained without the fold
+  (``broad_model.candidate_fold_model``) and the previous recipe that never saw the dataset
+  (``fold_budget.unseen_model``): neither saw it, as neither has seen a user's catalogue.
 
 ranx paired t-tests against the previous model, p < 0.05, no correction
 (``broad_lodo.scored``); at most 1,000 queries a split.

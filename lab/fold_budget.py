@@ -5,17 +5,17 @@
 ``lab/broad_lodo.py`` scores each fold's soup with a broad half trained at the fold budget
 (``broad_model.FOLD_PER_SOURCE`` pairs a source, one pass), far below the soup candidate's
 (``broad_model.PER_SOURCE``, two passes, the three bundled samples whole). On mcp-workbench
-that fold soup trails the shipped recipe trained without mcp-workbench. Here each chosen fold
-(:data:`FOLDS`, by default the MCP fold — the case of a user's own catalogue — and the two
-folds that hold the other bundled datasets: plugins and model hubs (MetaTool) and generated
-functions (BFCL, Seal-Tools)) is trained at the candidate's budget — the shipped model's
-combined recipe (:func:`broad_model.candidate_fold_model`, 40 to 80 minutes on two cores) and
-its soup (:func:`broad_model.candidate_fold_soup`) — and
+that fold soup trails the shipped recipe trained without mcp-workbench. Here each fold of
+``broad_model.FOLDS`` (:data:`FOLDS`: all five, so every dataset is left out once) is trained
+at the candidate's budget — the shipped model's combined recipe
+(:func:`broad_model.candidate_fold_model`, 40 to 80 minutes on two cores) and its soup
+(:func:`broad_model.candidate_fold_soup`) — and
 scored on the test split of each dataset it left out, against the untuned all-MiniLM-L6-v2,
 the previous shipped model's recipe trained without the dataset (``previous unseen``), that
 recipe trained without the fold's bundled dataset (``previous fold``: ``previous unseen`` of
 Seal-Tools and NESTFUL learnt from BFCL, a dataset of their own fold, which the candidate fold
-never saw) and the fold-budget soup — the ``embedding`` backend's float32 ranking, ranx paired
+never saw; the three-dataset model itself for a fold without a bundled dataset) and the
+fold-budget soup — the ``embedding`` backend's float32 ranking, ranx paired
 t-tests against ``previous unseen``, p < 0.05, no correction (``broad_lodo.scored``).
 """
 
@@ -34,8 +34,8 @@ from lab.tuned_models import base_path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "lab" / "results" / "fold_budget.json"
-#: The folds trained at the candidate's budget when none is named.
-FOLDS = ("mcp", "plugins-and-models", "generated-functions")
+#: The folds trained at the candidate's budget when none is named: every one.
+FOLDS = tuple(broad_model.FOLDS)
 #: The models of each row, after base and previous unseen.
 MODELS = ("previous fold", "fold soup", "candidate fold", "candidate fold soup")
 
@@ -90,8 +90,9 @@ def markdown(data: dict[str, Any]) -> str:
         "The `embedding` backend's float32 ranking; no model in a row saw its dataset. "
         "`previous unseen`: the previous shipped model's recipe (three datasets) trained "
         "without the dataset, or that model itself where it never saw it; `previous fold`: "
-        "that recipe trained without the fold's bundled dataset, so that, like the candidate "
-        "fold, it never saw the fold's other datasets either; `fold soup`: "
+        "that recipe trained without the fold's bundled dataset (the three-dataset model itself "
+        "in a fold without one), so that, like the candidate fold, it never saw the fold's "
+        "other datasets either; `fold soup`: "
         "`lab.broad_lodo`'s, its broad half at the fold budget; `candidate fold`: the shipped "
         "model's recipe (combined) trained without the fold at its budget; `candidate fold "
         "soup`: that model averaged with `previous unseen`. `*`: differs from `previous "
