@@ -49,6 +49,7 @@ from lab.member_runs import (
     load_sample,
     member_hits,
 )
+from lab.script import table_script
 from toolsearch.backend import Hit
 from toolsearch.backends.encoders import DEFAULT_MODEL, TUNED_MODEL
 from toolsearch.backends.hybrid import (
@@ -727,15 +728,8 @@ def replay_script(
 ) -> int:
     """The command line of a script that replays cached member rankings (``--out``,
     ``--cache``): ``measure(cache)`` written as JSON to ``--out``, then ``render``-ed."""
-    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=out)
-    parser.add_argument("--cache", type=Path, default=default_runs_dir())
-    args = parser.parse_args(argv)
-    data = measure(args.cache)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    print(render(data))
-    return 0
+    cache = ("--cache", {"type": Path, "default": default_runs_dir()})
+    return table_script(argv, doc, out, cache, measure, render)
 
 
 def significance_mark(test: Mapping[str, Any], metric: str) -> str:

@@ -29,7 +29,6 @@ datasets (``../shared/datasets``).
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections.abc import Callable
 from dataclasses import replace
@@ -37,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.member_runs import DATASETS, DEPTH, MemberSpec, Sample, load_sample, member_hits
+from lab.script import table_script
 from lab.tuned_models import RECIPE, SEEDS, base_path, fold_model
 from toolsearch.backends.embedding import DEFAULT_FIELDS, DEFAULT_MAX_WORDS
 from toolsearch.backends.encoders import BASE_MODEL, SHIPPED_MODEL_PATH
@@ -313,15 +313,8 @@ def training_script(
 ) -> int:
     """The command line of a script that trains and scores models (``--limit``, ``--out``):
     ``measure(limit)`` written as JSON to ``--out``, then ``render``-ed."""
-    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
-    parser.add_argument("--limit", type=int, default=LIMIT, help="queries per split (1000)")
-    parser.add_argument("--out", type=Path, default=out)
-    args = parser.parse_args(argv)
-    result = measure(args.limit)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    print(render(result))
-    return 0
+    limit = ("--limit", {"type": int, "default": LIMIT, "help": "queries per split (1000)"})
+    return table_script(argv, doc, out, limit, measure, render)
 
 
 def main(argv: list[str] | None = None) -> int:

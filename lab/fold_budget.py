@@ -21,8 +21,6 @@ t-tests against ``previous unseen``, p < 0.05, no correction (``broad_lodo.score
 
 from __future__ import annotations
 
-import argparse
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,6 +28,7 @@ from typing import Any
 from lab import broad_model, tuned_models
 from lab.broad_lodo import LIMIT, METRICS, UNSEEN, model_runs, scored
 from lab.member_runs import DATASETS, load_sample
+from lab.script import table_script
 from lab.tuned_models import base_path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -111,15 +110,8 @@ def fold_script(
     """The command line of a script that scores fold models (``--fold``, ``--out``):
     ``measure(folds)`` written as JSON to ``--out``, then ``render``-ed. Without ``--fold``,
     :data:`FOLDS`."""
-    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=out)
-    parser.add_argument("--fold", action="append", choices=sorted(broad_model.FOLDS))
-    args = parser.parse_args(argv)
-    data = measure(tuple(args.fold or FOLDS))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    print(render(data))
-    return 0
+    fold = ("--fold", {"action": "append", "choices": sorted(broad_model.FOLDS)})
+    return table_script(argv, doc, out, fold, lambda folds: measure(tuple(folds or FOLDS)), render)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -678,3 +678,24 @@ def test_default_model_table_has_a_row_per_split_and_marks_significance() -> Non
         for name in rows:
             assert f"| unseen (fold {fold}) | {name} |" in table
     assert set(data["unseen"]) == set(_script("fold_budget").FOLDS)
+
+
+def test_fold_script_measures_the_named_folds_writes_json_and_prints(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fold_budget = _script("fold_budget")
+    asked: list[tuple[str, ...]] = []
+
+    def measure(folds: tuple[str, ...]) -> dict[str, object]:
+        asked.append(folds)
+        return {"folds": list(folds)}
+
+    out = tmp_path / "deep" / "table.json"
+    argv = ["--out", str(out), "--fold", "mcp", "--fold", "rest-endpoints"]
+    assert fold_budget.fold_script(argv, "doc", tmp_path / "x.json", measure, str) == 0
+    assert json.loads(out.read_text(encoding="utf-8")) == {"folds": ["mcp", "rest-endpoints"]}
+    assert capsys.readouterr().out.strip() == str({"folds": ["mcp", "rest-endpoints"]})
+    fold_budget.fold_script(["--out", str(out)], "doc", out, measure, str)
+    assert asked[-1] == fold_budget.FOLDS
+    with pytest.raises(SystemExit):
+        fold_budget.fold_script(["--fold", "nope"], "doc", out, measure, str)
