@@ -81,7 +81,7 @@ TARGETS = {
 
 
 def _shared() -> Path | None:
-    found = shared_datasets_dir()
+    found: Path | None = shared_datasets_dir()
     if found is None and (ROOT.parent / "shared" / "datasets").is_dir():
         found = ROOT.parent / "shared" / "datasets"
     return found
@@ -268,7 +268,8 @@ def measure(name: str, size: int, *, rounds: int = 3) -> dict[str, Any]:
     # The layer ratio from interleaved calls, so both sides see the same machine load, taking
     # turns at going first (the first call of a query meets colder caches); over the queries
     # without +required terms, whose filter the direct call does not apply.
-    layer, plain = [], []
+    layer: list[float] = []
+    plain: list[float] = []
     for turn in range(2 * rounds):
         for text in [q for q in keyword if "+" not in q]:
             for first in (True, False) if turn % 2 else (False, True):

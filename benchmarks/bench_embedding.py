@@ -78,12 +78,17 @@ def path_options(options: dict[str, str]) -> list[str]:
 
 
 def build(
-    tools: list[Tool], cache_dir: Path, threads: int | None, precision: str = "fp32"
+    tools: list[Tool],
+    cache_dir: Path,
+    threads: int | None,
+    precision: str = "fp32",
+    model: Path | None = None,
 ) -> tuple[EmbeddingBackend, float, float]:
-    """The indexed backend, the seconds its index took, and the seconds the encoder took to
-    get ready before it (the one-time ONNX export when the cache folder holds none)."""
+    """The indexed backend (of ``model``, else the shipped one), the seconds its index took,
+    and the seconds the encoder took to get ready before it (the one-time ONNX export when the
+    cache folder holds none)."""
     backend = EmbeddingBackend(
-        cache_dir=cache_dir, progress=None, threads=threads, precision=precision
+        model=model, cache_dir=cache_dir, progress=None, threads=threads, precision=precision
     )
     start = time.perf_counter()
     prepare = getattr(backend.encoder, "prepare", None)

@@ -97,6 +97,7 @@ LAB = frozenset(
         "reranker",
         "server_names",
         "stock_bm25",
+        "targets",
         "training_passes",
     }
 )
@@ -185,6 +186,11 @@ REGISTRY: tuple[Result, ...] = (
         "default_model",
         _lab("default_model"),
         {"default_model": script_table("default_model")},
+    ),
+    Result(
+        "targets",
+        _lab("targets"),
+        {"targets": script_table("targets")},
     ),
     Result(
         "stock_bm25",

@@ -5,6 +5,7 @@ and of the other experiments render complete tables."""
 from __future__ import annotations
 
 import json
+import subprocess
 from importlib import import_module
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
@@ -699,3 +700,59 @@ def test_fold_script_measures_the_named_folds_writes_json_and_prints(
     assert asked[-1] == fold_budget.FOLDS
     with pytest.raises(SystemExit):
         fold_budget.fold_script(["--fold", "nope"], "doc", out, measure, str)
+
+
+def _target_scores(value: float, rate: float, lost: float) -> dict[str, object]:
+    floors = {f.what: value for f in _script("targets").FLOORS}
+    curve = {"0.2": {"recall@5_cost": 0.0, "false_positive_rate": 0.9}}
+    curve |= {"0.3": {"recall@5_cost": 0.005, "false_positive_rate": 0.7}}
+    curve |= {"0.4": {"recall@5_cost": 0.05, "false_positive_rate": 0.2}}
+    return {
+        "floors": floors,
+        "threshold": 0.2,
+        "false_positive_rate": rate,
+        "recall_lost": lost,
+        "curve": curve,
+    }
+
+
+def test_the_broad_targets_are_met_only_where_every_part_is() -> None:
+    targets = _script("targets")
+    before = _target_scores(0.5, 0.9, 0.0)
+    rows = targets.quality_rows(before, _target_scores(0.99, 0.3, 0.005))
+    assert len(rows) == len(targets.FLOORS) + 1 and all(row.endswith("| yes |") for row in rows)
+    rows = targets.quality_rows(before, _target_scores(0.99, 0.3, 0.02))  # costs too much recall
+    assert rows[-1].endswith("| no |") and rows[0].endswith("| yes |")
+    assert targets.quality_rows(before, _target_scores(0.89, 0.9, 0.0))[0].endswith("| no |")
+    # the lowest rate within the allowed recall@5 lost, not the lowest rate of all
+    assert targets.best_within(before["curve"], targets.MAX_RECALL_LOST) == ("0.3", 0.7)
+
+
+def test_a_left_out_dataset_at_or_below_a_model_fails_the_fold_target_by_name() -> None:
+    targets = _script("targets")
+
+    def result(candidate: float) -> dict[str, object]:
+        means = {"base": 0.5, "previous unseen": 0.7, "candidate fold": candidate}
+        return {"means": {k: {"ndcg@10": v} for k, v in means.items()}}
+
+    untuned, previous = targets.fold_rows({"a": {"x": result(0.8)}, "b": {"y": result(0.7)}})
+    assert untuned.endswith("| 2 of 2 | yes |")
+    assert "| 1 of 2 (y 0.700 vs 0.700) | 2 of 2 | no |" in previous
+
+
+def test_the_committed_targets_hold_the_previous_default_and_draw_every_row() -> None:
+    targets = _script("targets")
+    data = json.loads((RESULTS / "targets.json").read_text(encoding="utf-8"))
+    try:
+        previous = targets.previous_scores()
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("no git history to read the previous default from")
+    assert data["previous"] == json.loads(json.dumps(previous))
+    table = targets.markdown(data)
+    for floor in targets.FLOORS:
+        assert f"| {floor.what} |" in table
+    assert table.count("| yes |") + table.count("| no |") == len(targets.FLOORS) + 6
+    assert data["speed"]["ratio"] == pytest.approx(
+        data["speed"]["shipped"]["query_p50_ms"] / data["speed"]["previous"]["query_p50_ms"],
+        abs=1e-3,
+    )
