@@ -1,6 +1,6 @@
 """The shipped default against the targets of the broad model, beside the default it replaced.
 
-    python -m lab.targets --out lab/results/targets.json   # about five minutes, idle machine
+    python -m lab.targets --out lab/results/targets.json   # about two minutes, idle machine
 
 The targets (lab/retrieval.md, "Against the targets") are set on the test splits for the default
 as it ships: ranking quality (:data:`FLOORS`), "no tool fits" (a false-positive rate of at most
