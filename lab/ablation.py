@@ -928,7 +928,9 @@ def markdown_targets(results: Mapping[str, Any]) -> str:
         f"{_unseen_sentence(results, 'action_unseen', 'The action bonus against none')} "
         f"{_pair_effect(results, 'unstemmed_bm25_vs_fts5', UNSTEMMED_TITLE)} "
         f"{_pair_effect(results, 'step_depth', STEP_DEPTH_TITLE)}\n\n"
-        f'Against the retrieval targets: the default as it ships, answering "no tool fits" '
+        "Against the retrieval targets set before the broad model (its own, stricter on "
+        "MetaTool, BFCL, `task` and `keywords`: table `targets`): the default as it ships, "
+        'answering "no tool fits" '
         f"below a best cosine of {threshold} (the ablation's rows above never abstain), on the "
         f"test splits; with one search per request `task` recall@5 would be {task:.3f}. Where "
         f"the default is more than {MAX_MEMBER_GAP} below a member alone (recall@5 or "
