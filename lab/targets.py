@@ -185,9 +185,9 @@ def quality_rows(previous: Mapping[str, Any], shipped: Mapping[str, Any]) -> lis
 def fold_rows(folds: Mapping[str, Any]) -> list[str]:
     """One row per model a left-out dataset must beat: how many do, and which do not."""
     rows = []
+    results = [(name, r) for fold in folds.values() for name, r in fold.items()]
     models = (("base", "the untuned model"), ("previous unseen", "the previous model"))
     for label, against in models:
-        results = [(name, r) for fold in folds.values() for name, r in fold.items()]
         below = [
             f"{name} {r['means']['candidate fold']['ndcg@10']:.3f} vs "
             f"{r['means'][label]['ndcg@10']:.3f}"
@@ -207,11 +207,14 @@ def fold_rows(folds: Mapping[str, Any]) -> list[str]:
     return rows
 
 
+def _shape(facts: Mapping[str, Any]) -> str:
+    return " / ".join(str(facts[key]) for key in ARCHITECTURE)
+
+
 def cost_rows(data: Mapping[str, Any]) -> list[str]:
     """Speed against the previous model in one run, and the model's size and architecture."""
     timing, models = data["speed"], data["models"]
     before, now = models["previous"], models["shipped"]
-    shape = " / ".join(str(now[key]) for key in ARCHITECTURE)
     return [
         _row(
             f"int8 query p50 at {timing['tools']:,} tools, ms (shipped / previous, one run)",
@@ -229,8 +232,8 @@ def cost_rows(data: Mapping[str, Any]) -> list[str]:
         ),
         _row(
             "architecture (layers / hidden / intermediate / heads)",
-            " / ".join(str(before[key]) for key in ARCHITECTURE),
-            shape,
+            _shape(before),
+            _shape(now),
             "the same or smaller",
             all(now[key] <= before[key] for key in ARCHITECTURE),
         ),
