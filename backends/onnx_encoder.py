@@ -89,6 +89,12 @@ _PROBE_TOLERANCE = 1e-4
 _BATCH_TOKENS = 512
 # Texts tokenised at once (their full encodings are dropped after each chunk).
 _TOKENIZE_CHUNK = 2048
+# Characters read per word piece the model reads: a text is cut to this many times the model's
+# maximum length before tokenising, as the tokenizer truncates only after encoding the whole
+# text (a 4 MB text cost seconds and a gigabyte). A word piece covers at most 100 characters
+# (longer words are one unknown piece), so the cut changes only texts with long runs of
+# blanks before their last read piece.
+_CHARS_PER_PIECE = 128
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 _POOLING_MODES = {
     "pooling_mode_mean_tokens": "mean",
@@ -361,12 +367,15 @@ def _tokenizer(layout: ModelLayout) -> Any:
 
 def _tokenize(tokenizer: Any, texts: list[str]) -> list[tuple[Any, Any]]:
     """``(token ids, type ids)`` of each text as small int32 arrays, tokenised in chunks so
-    the tokenizer's full encodings (offsets, strings) of a large catalogue never coexist."""
+    the tokenizer's full encodings (offsets, strings) of a large catalogue never coexist; each
+    text cut first to what the model can read (:data:`_CHARS_PER_PIECE`)."""
     import numpy as np
 
+    truncation = tokenizer.truncation
+    limit = truncation["max_length"] * _CHARS_PER_PIECE if truncation else None
     out: list[tuple[Any, Any]] = []
     for start in range(0, len(texts), _TOKENIZE_CHUNK):
-        chunk = texts[start : start + _TOKENIZE_CHUNK]
+        chunk = [text[:limit] for text in texts[start : start + _TOKENIZE_CHUNK]]
         encodings = (
             tokenizer.encode_batch(chunk) if len(chunk) > 1 else [tokenizer.encode(chunk[0])]
         )

@@ -30,7 +30,9 @@ def test_terms_past_the_cap_are_not_read(backend: str) -> None:
 def test_a_megabyte_query_is_answered() -> None:
     engine = ToolSearch(TOOLS, backend="keyword")
     huge = "issue " + "x" * 1_000_000 + " " + " ".join(["+qqq", "b"] * 50_000)
-    assert engine.search(huge).names == []  # "+qqq" is required and nothing contains it
+    # only the first MAX_QUERY_CHARS are read: the required "+qqq" past them is not
+    assert engine.search(huge).names == ["mcp__gh__create_issue"]
+    assert engine.search("+qqq issue " + "x" * 1_000_000).names == []  # "+qqq" is read
     assert engine.search("issue " + "y " * 500_000).names == ["mcp__gh__create_issue"]
 
 

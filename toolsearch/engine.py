@@ -22,7 +22,7 @@ from fasteners import ReaderWriterLock
 from toolsearch.backend import IncrementalBackend, SearchBackend
 from toolsearch.errors import QueryError
 from toolsearch.pool_index import PoolIndex
-from toolsearch.query import parse_query, parse_select
+from toolsearch.query import cut_query, parse_query, parse_select
 from toolsearch.required import RequiredIndex
 from toolsearch.tokenize import MAX_QUERY_TOKENS
 from toolsearch.tool import MCP_PREFIX, TOOL_SEARCH_NAME, Tool, is_deferred
@@ -273,6 +273,7 @@ class ToolSearch:
         """Run one ToolSearch call. Invalid arguments raise :class:`QueryError`."""
         if not isinstance(query, str):
             raise QueryError(f"query must be a string, got {type(query).__name__}")
+        query = cut_query(query)
         if isinstance(max_results, bool) or not isinstance(max_results, int):
             raise QueryError(f"max_results must be an integer, got {max_results!r}")
         if not 1 <= max_results <= self.max_results_cap:

@@ -48,8 +48,12 @@ MAX_STEPS = 6
 #: The whole request's best hits that stay first when steps are merged in.
 LEAD = 1
 
+#: A sentence end matches only where a run of ``.!?;`` starts (the look-behind) and takes the
+#: run whole (possessive ``++``): tried at every dot of a long run, it would rescan the rest of
+#: the run from each one, which is quadratic in its length.
 _HARD = re.compile(
-    r"(?:[.!?;]+\s+|\s*\n+\s*|,?\s+(?:and\s+)?then\s+|,?\s+(?:and\s+)?after\s+that\s+)", re.I
+    r"(?:(?<![.!?;])[.!?;]++\s+|\s*\n+\s*|,?\s+(?:and\s+)?then\s+|,?\s+(?:and\s+)?after\s+that\s+)",
+    re.I,
 )
 #: A list marker ("1.", "2)", "(3)", "-", "*", "•", "Step 4:") at the start of the text or of a
 #: line, or after a sentence end or a colon: it starts a step and is no part of it.
@@ -71,13 +75,19 @@ def _words(text: str) -> int:
 def _split_and(clause: str) -> list[str]:
     """Cut a clause at "and" where both neighbours are clauses of their own."""
     parts = [p.strip() for p in _AND.split(clause) if p.strip()]
-    steps: list[str] = []
+    # Parts are gathered in lists and joined once: growing a string part by part would copy it
+    # once per "and", quadratic in a clause of thousands of short parts.
+    groups: list[list[str]] = []
+    last_words = 0
     for part in parts:
-        if steps and (_words(part) < MIN_CLAUSE_WORDS or _words(steps[-1]) < MIN_CLAUSE_WORDS):
-            steps[-1] = f"{steps[-1]} and {part}"
+        words = _words(part)
+        if groups and (words < MIN_CLAUSE_WORDS or last_words < MIN_CLAUSE_WORDS):
+            groups[-1].append(part)
+            last_words += words + 1  # the joining "and" is a word of the step too
         else:
-            steps.append(part)
-    return steps
+            groups.append([part])
+            last_words = words
+    return [" and ".join(group) for group in groups]
 
 
 def split_steps(text: str) -> list[str]:

@@ -3,15 +3,44 @@
 A query is either a direct selection (``select:a,b``) or free text: whitespace-separated terms,
 where ``+term`` marks a term every result must contain. Parsing never fails: any string is a
 valid query (an empty one simply matches nothing).
+
+A query is a request, not a document: only its first :data:`MAX_QUERY_CHARS` characters are
+read (:func:`cut_query`), before any other work, by every path that takes one — the engine's
+dispatch, every backend through :func:`parse_query`, the gateway and the agent loop through the
+engine — so a 4 MiB request costs one slice, whatever backend answers it (docs/security.md,
+"Query size").
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["SELECT_PREFIX", "ParsedQuery", "parse_query", "parse_select"]
+__all__ = [
+    "MAX_QUERY_CHARS",
+    "SELECT_PREFIX",
+    "ParsedQuery",
+    "cut_query",
+    "parse_query",
+    "parse_select",
+]
 
 SELECT_PREFIX = "select:"
+#: Characters of a query that are read; the rest is dropped before any work. 32 times the
+#: 500 characters of a BM25 query to Anthropic's own tool search, and far above the first
+#: :data:`toolsearch.tokenize.MAX_QUERY_TOKENS` terms of any written request.
+MAX_QUERY_CHARS = 16_384
+
+
+def cut_query(raw: str) -> str:
+    """The part of ``raw`` that is read: all of it up to :data:`MAX_QUERY_CHARS` characters;
+    past that, the first ``MAX_QUERY_CHARS`` less a word the cut would split in two."""
+    if len(raw) <= MAX_QUERY_CHARS:
+        return raw
+    head = raw[:MAX_QUERY_CHARS]
+    if raw[MAX_QUERY_CHARS].isspace():
+        return head
+    words = head.rsplit(None, 1)
+    return words[0] if len(words) > 1 else head
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +77,9 @@ class ParsedQuery:
 
 
 def parse_query(raw: str) -> ParsedQuery:
-    """Split ``raw`` into lower-cased terms and separate ``+required`` ones."""
+    """Split ``raw`` (its first :data:`MAX_QUERY_CHARS`) into lower-cased terms and separate
+    ``+required`` ones."""
+    raw = cut_query(raw)
     terms = tuple(raw.lower().split())
     required: list[str] = []
     optional: list[str] = []
