@@ -270,9 +270,9 @@ def _check_comparable(
     keys.insert(0, "judgements_sha256" if "judgements_sha256" in base_entry else "sha256")
     for key in keys:
         if key in base_entry and base_entry[key] != entry.get(key):
-            what = "queries or judgements changed" if key == "judgements_sha256" else key
+            what = f"queries or judgements changed: {key}" if key == "judgements_sha256" else key
             gate.problems.append(
-                f"dataset {name!r}: {what}: {entry.get(key)!r} differs from the baseline's "
+                f"dataset {name!r}: {what} {entry.get(key)!r} differs from the baseline's "
                 f"{base_entry[key]!r}; the numbers are not like for like — regenerate the "
                 "baseline if the data changed on purpose"
             )
