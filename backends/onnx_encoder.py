@@ -29,6 +29,7 @@ import importlib.util
 import json
 import logging
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -260,6 +261,8 @@ class OnnxEncoder:
             logger.warning(
                 "ONNX export %s is unusable (%s); exporting it again", self.file, problem
             )
+        if _export_interrupted.is_set():
+            raise KeyboardInterrupt  # this process is being stopped: no second export
         notice.info(
             "exporting %s to ONNX (%s) once, usually well under a minute; later runs load %s",
             self.model_ref,
@@ -425,9 +428,18 @@ def _record_path(file: Path) -> Path:
     return file.with_suffix(".json")
 
 
-def _new_session(file: Path, threads: int = 1) -> Any:
-    import onnxruntime as ort
+def _runtime() -> Any:
+    """onnxruntime, imported after numpy. Its C extension imports numpy itself and turns a
+    Ctrl-C that lands there into ``ImportError: import numpy failed``, which must not read as
+    a broken export; numpy imported first (pure Python) stops the Ctrl-C as it should."""
+    import numpy  # noqa: F401
+    import onnxruntime
 
+    return onnxruntime
+
+
+def _new_session(file: Path, threads: int = 1) -> Any:
+    ort = _runtime()
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     # Idle workers sleep instead of spinning, so they leave the cores to numpy's scoring.
@@ -450,6 +462,7 @@ def _check_export(
     """``(None, session)`` for an export that matches its record, else ``(problem, None)``."""
     import numpy as np
 
+    _runtime()  # an import that fails says nothing about the file: not caught below
     try:
         record = json.loads(_record_path(file).read_text())
         stat = file.stat()
@@ -532,6 +545,10 @@ _MISSING_EXTRA_STATUS = 3
 _EXPORT_TIMEOUT = 1800.0
 
 
+#: Set once an export child was stopped by SIGINT: the process is being interrupted.
+_export_interrupted = threading.Event()
+
+
 def export_in_child(model_path: Path, target: Path, precision: str) -> None:
     """:func:`export_onnx` run in a fresh Python process (``python -m`` this module), so that
     PyTorch is imported, and its memory held, only there; its errors come back as they were."""
@@ -547,6 +564,11 @@ def export_in_child(model_path: Path, target: Path, precision: str) -> None:
         ) from exc
     if done.returncode == 0:
         return
+    if done.returncode in (-signal.SIGINT, 128 + signal.SIGINT):
+        # Ctrl-C in a terminal reaches the whole process group: the child too, whichever
+        # thread of this process waits for it. Stopped, not failed (no retry, no error).
+        _export_interrupted.set()
+        raise KeyboardInterrupt
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     reason = lines[-1] if lines else f"exit status {done.returncode}"
     if done.returncode == _MISSING_EXTRA_STATUS:

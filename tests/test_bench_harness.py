@@ -276,6 +276,8 @@ def test_json_schema_exactly(fixture_dir: Path, tmp_path: Path) -> None:
         "n_negatives",
         "n_tools",
         "sha256",
+        "judgements_sha256",
+        "tools",
         "split",
         "style_counts",
         "significance",
@@ -286,6 +288,8 @@ def test_json_schema_exactly(fixture_dir: Path, tmp_path: Path) -> None:
     assert entry["style_counts"]["negative"] == {"queries": 2, "positives": 0, "negatives": 2}
     assert entry["style_counts"]["request"] == {"queries": 2, "positives": 2, "negatives": 0}
     assert entry["sha256"] == load_dataset(fixture_dir).sha256()
+    assert entry["judgements_sha256"] == load_dataset(fixture_dir).judgements_sha256()
+    assert set(entry["tools"]) == {t["name"] for t in TOOLS}
     run = entry["backends"]["scripted"]
     assert set(run) == {
         "params",
@@ -655,7 +659,7 @@ def test_scaling_marks_over_budget_and_cached_points(fixture_dir: Path, tmp_path
         def _build(self, tools: list[Tool]) -> None:
             import time
 
-            time.sleep(0.3)
+            time.sleep(1.2)
             super()._build(tools)
 
         def params(self) -> dict[str, object]:
@@ -668,10 +672,10 @@ def test_scaling_marks_over_budget_and_cached_points(fixture_dir: Path, tmp_path
         [BackendSpec("slow", SlowCached), BackendSpec("quick", Scripted)],
         sizes=(10, 11, 12),
         n_queries=2,
-        budget_seconds=0.2,
+        budget_seconds=1.0,  # 100x what "quick" takes on ten tools: holds on a busy machine
     )
     (point,) = scaling.points["slow"]  # measured, took longer than the budget: ends the curve
-    assert point.over_budget and point.cached and point.seconds > 0.2
+    assert point.over_budget and point.cached and point.seconds > 1.0
     assert scaling.skipped["slow"] == [
         f"11 tools: skipped, 10 tools took {point.seconds:.0f} s > budget",
         "12 tools: skipped after a smaller size was over budget",
@@ -719,3 +723,36 @@ def test_a_missing_bench_extra_names_the_harness_not_a_backend(
     assert str(info.value) == (
         "the benchmark harness needs ranx; install it with: pip install 'toolsearch[bench]'"
     )
+
+
+def test_the_gate_judges_a_change_of_tool_texts_and_refuses_changed_judgements(
+    fixture_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The gate exists to guard description changes, yet any change to tools.jsonl failed it
+    as "not compared" (the dataset's hash differs). With the same queries and judgements the
+    metrics are compared, the changed tools named and the deltas listed; only changed
+    queries or judgements are refused."""
+    args = ["bench", "--dataset", str(fixture_dir), "--backend", "keyword", "--quiet"]
+    baseline = tmp_path / "baseline.json"
+    assert main([*args, "--json-out", str(baseline)]) == 0
+    capsys.readouterr()
+    tools = [dict(t) for t in TOOLS]
+    for tool in tools:  # a worse description of the event tool, and one tool more
+        if tool["name"] == "mcp__calendar__create_event":
+            tool["description"] = "Does things."
+    tools.append({"name": "mcp__notes__add_note", "description": "Add a note."})
+    (fixture_dir / "tools.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tools))
+    status = main([*args, "--baseline", str(baseline), "--max-drop", "0.01"])
+    out = " ".join(capsys.readouterr().out.split())  # the console wraps long lines
+    assert "not compared" not in out
+    assert (
+        "tools changed: fixture: 1 changed (mcp__calendar__create_event); "
+        "1 added (mcp__notes__add_note)" in out
+    )
+    assert "delta: fixture/keyword: recall@5 " in out
+    assert status == (1 if "regression:" in out else 0)
+    queries = (fixture_dir / "queries.jsonl").read_text().replace("send email", "send mail")
+    (fixture_dir / "queries.jsonl").write_text(queries)
+    assert main([*args, "--baseline", str(baseline), "--max-drop", "0.01"]) == 1
+    out = " ".join(capsys.readouterr().out.split())
+    assert "not compared: dataset 'fixture': queries or judgements changed" in out

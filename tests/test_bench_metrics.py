@@ -293,3 +293,43 @@ def test_group_metrics_match_a_direct_count_on_random_runs() -> None:
         assert got["hit@2"][qid] == float(satisfied(2) > 0)
         first = next((r for r, t in enumerate(ranked[qid], 1) if t in qrels[qid]), None)
         assert got["mrr@10"][qid] == pytest.approx(1 / first if first and first <= 10 else 0.0)
+
+
+def test_every_metric_equals_ranx_on_the_bundled_queries_with_random_runs() -> None:
+    """The values are computed without ranx (whose numba containers compile for about a minute
+    in every process); on every judged query of the bundled dataset, with random runs and
+    graded, grouped qrels, they equal ranx's own on the same group view."""
+    import random
+
+    from ranx import Qrels, Run, evaluate
+
+    from toolsearch.bench.metrics import group_view
+    from toolsearch.dataset import load_dataset
+    from toolsearch.datasets import bundled_dataset
+
+    dataset = load_dataset(bundled_dataset("mcp-workbench"))
+    tools = [t.name for t in dataset.tools]
+    rng = random.Random(52)
+    qrels = {
+        qid: {t: rng.choice([1, 1, 2, 3]) for t in gold}
+        for qid, gold in dataset.qrels.items()
+        if gold
+    }
+    groups = {qid: dataset.groups(qid) for qid in qrels}
+    ranked = {}
+    for qid, gold in qrels.items():
+        picked = rng.sample(tools, rng.randint(0, 30)) + rng.sample(sorted(gold), len(gold) // 2)
+        ranked[qid] = list(dict.fromkeys(rng.sample(picked, len(picked))))
+    names = [f"{f}@{k}" for f in ("recall", "hit", "complete", "mrr", "ndcg") for k in (1, 3, 10)]
+    ours = per_query_scores(qrels, ranked, parse_metrics(names), groups=groups)
+    view_qrels, views = group_view(qrels, groups, {"run": ranked})
+    run = Run({q: rank_scores(r) or {"(none)": 1.0} for q, r in views["run"].items()})
+    ranx_names = sorted({parse_metric(n).ranx_name or "" for n in names})
+    evaluate(Qrels(view_qrels), run, ranx_names, save_results_in_run=True)
+    for name in names:
+        metric = parse_metric(name)
+        theirs = dict(run.scores[metric.ranx_name or ""])
+        if metric.family == "complete":
+            theirs = {q: float(v >= 1.0 - 1e-9) for q, v in theirs.items()}
+        assert ours[name] == pytest.approx(theirs, abs=1e-12), name
+    assert len(ours["ndcg@10"]) > 1000

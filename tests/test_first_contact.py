@@ -237,13 +237,10 @@ def test_a_checkout_path_outside_the_checkout_names_the_dataset(
 
 
 def test_encoding_many_texts_is_announced_once_with_an_estimate(
-    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     from toolsearch.backends.embedding_cache import NOTICE_LOGGER, encode_cached
     from toolsearch.backends.encoders import HashingEncoder
-
-    # the command's own handler (an earlier main() call) stops notices reaching caplog's
-    monkeypatch.setattr(logging.getLogger(NOTICE_LOGGER), "propagate", True)
 
     texts = [f"tool number {i} does {'things ' * (i % 7)}" for i in range(300)]
     encoder = HashingEncoder()
@@ -261,10 +258,28 @@ def test_encoding_many_texts_is_announced_once_with_an_estimate(
 def test_the_command_prints_notices_on_stderr(capsys: pytest.CaptureFixture[str]) -> None:
     from toolsearch.cli import show_notices
 
-    show_notices()
-    show_notices()
-    logging.getLogger("toolsearch.notice").info("exporting a model once")
+    with show_notices(), show_notices():
+        logging.getLogger("toolsearch.notice").info("exporting a model once")
     assert capsys.readouterr().err == "toolsearch: exporting a model once\n"
+
+
+def test_a_command_leaves_the_notice_logger_as_it_found_it(
+    capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """main() run inside another program (a test run, an application) must not keep printing
+    that program's notices, nor hide them from its own handlers: once left on the logger, the
+    command's handler printed them twice under pytest 9.2's capture."""
+    from toolsearch.cli import main
+
+    notice = logging.getLogger("toolsearch.notice")
+    before = (list(notice.handlers), notice.level, notice.propagate)
+    assert main(["search", "send email", "--catalog", "starter", "--backend", "keyword"]) == 0
+    assert (list(notice.handlers), notice.level, notice.propagate) == before
+    capsys.readouterr()
+    with caplog.at_level(logging.INFO, logger="toolsearch.notice"):
+        notice.info("a notice of the application's own")
+    assert capsys.readouterr().err == ""
+    assert [r.getMessage() for r in caplog.records] == ["a notice of the application's own"]
 
 
 @pytest.mark.slow

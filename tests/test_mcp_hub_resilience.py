@@ -124,12 +124,12 @@ async def test_a_backend_outage_keeps_the_server_and_catches_up() -> None:
         backend.broken = True
         add = {"name": "notes_archive", "description": "Archive a note."}
         assert not (await hub.call_tool("mcp__notes__admin_add_tool", add)).is_error
-        assert await hub.wait_until(lambda h: h.index_error is not None, timeout=10)
+        assert await hub.wait_until(lambda h: h.index_error is not None, timeout=30)
         assert hub.servers["notes"].status == "connected"
         assert "update failed" in (hub.index_error or "")
         backend.broken = False
-        assert await hub.wait_until(lambda h: h.index_error is None, timeout=10)
-        assert await hub.wait_indexed(timeout=10)
+        assert await hub.wait_until(lambda h: h.index_error is None, timeout=30)
+        assert await hub.wait_indexed(timeout=30)
         assert hub.servers["notes"].status == "connected"
         assert hub.search("archive note", 1).names == ["mcp__notes__notes_archive"]
         assert (await hub.call_tool("mcp__notes__notes_create")).text == "notes_create done"
@@ -208,7 +208,7 @@ async def test_index_updates_never_run_at_the_searches_lower_priority() -> None:
         add = {"name": "notes_archive", "description": "Archive a note."}
         assert not (await hub.call_tool("mcp__notes__admin_add_tool", add)).is_error
         assert await hub.wait_until(lambda h: h.tool("mcp__notes__notes_archive") is not None, 10)
-        assert await hub.wait_indexed(timeout=10)
+        assert await hub.wait_indexed(timeout=30)
         assert writers and all(nice == loop_nice for nice in writers), (writers, loop_nice)
 
 
@@ -225,7 +225,7 @@ async def test_calls_do_not_wait_behind_an_index_update() -> None:
         gate.set()
         assert called.text == "notes_create done"
         assert still_writing
-        assert await hub.wait_indexed(timeout=10)
+        assert await hub.wait_indexed(timeout=30)
         assert "notes" not in hub.pending_servers
 
 

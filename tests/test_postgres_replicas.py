@@ -31,6 +31,11 @@ from toolsearch.tool import Tool, pool_order
 
 HERE = Path(__file__).resolve()
 
+#: How long a test waits for something that happens in well under a second on an idle machine
+#: (a change heard, a lease collected): the speed is a benchmark's business, a test asserts
+#: only that it happens, on a busy two-core machine too.
+CHANGE_DEADLINE = 30.0
+
 
 def catalogue(size: int, *, version: int = 0) -> list[Tool]:
     """``size`` distinct tools over a few services; ``version`` changes every description."""
@@ -229,7 +234,8 @@ def test_replicas_starting_together_encode_each_tool_once(replicas: Any) -> None
 def test_a_replica_hears_changes_of_its_own_view_only(replicas: Any) -> None:
     """Another holder's write changes shared content, not this holder's results: nothing is
     reported. A process taking over the holder name (a restarted pod) changes the view of
-    every process holding under that name, which hears it within a second."""
+    every process holding under that name, which hears it (how soon: benchmarks/
+    bench_replica_changes.py; a busy machine may take seconds)."""
     tools = catalogue(50)
     (other,) = replicas(1)
     first, second = replicas(2, holder="pod-1")
@@ -237,15 +243,25 @@ def test_a_replica_hears_changes_of_its_own_view_only(replicas: Any) -> None:
     other.call("index", [*tools, Tool("mcp__billing__charge", "Charge a customer's card.")])
     for replica in (other, first):
         replica.call("subscribe")
-    time.sleep(1.0)  # the listeners connect
+    time.sleep(1.0)  # the listeners connect (else `other` would hear nothing for that reason)
     new = Tool("mcp__billing__refund_payment", "Refund a customer's card payment.")
-    sent = time.monotonic()
     second.call("index", [*tools, new])
-    heard, generation = first.changes.get(timeout=5)
-    assert heard - sent < 1.0 and generation > 0
+    _, generation = first.changes.get(timeout=CHANGE_DEADLINE)
+    assert generation > 0
     assert first.call("search", query="refund a card payment")["hits"][0][0] == new.name
     time.sleep(0.5)
     assert other.changes.empty()
+
+
+def _answers_again(replica: Replica, query: str, since: float) -> bool:
+    """Whether ``replica`` answers a search after wall-clock time ``since``, retrying its
+    searches for up to :data:`CHANGE_DEADLINE` seconds."""
+    deadline = time.monotonic() + CHANGE_DEADLINE
+    while time.monotonic() < deadline:
+        report = replica.call("search_loop", seconds=0.5, query=query)
+        if any(t > since for t in report["answered"]):
+            return True
+    return False
 
 
 def _names(replica: Replica) -> set[str]:
@@ -291,7 +307,7 @@ def test_a_sigkilled_replica_is_forgotten_after_its_lease(replicas: Any, postgre
     before = [survivor.call("search", query=q)["hits"] for q in queries]
     victim.kill()
     assert [survivor.call("search", query=q)["hits"] for q in queries] == before
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + CHANGE_DEADLINE
     while (
         _holdings(postgres_url, replicas.namespace, victim_holder) and time.monotonic() < deadline
     ):
@@ -312,13 +328,13 @@ def test_a_stalled_replica_restores_its_holdings(replicas: Any, postgres_url: st
     holder = stalled.call("holder")["holder"]
     stalled.process.send_signal(signal.SIGSTOP)
     try:
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + CHANGE_DEADLINE
         while _holdings(postgres_url, replicas.namespace, holder) and time.monotonic() < deadline:
             time.sleep(0.25)
         assert _holdings(postgres_url, replicas.namespace, holder) == 0
     finally:
         stalled.process.send_signal(signal.SIGCONT)
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + CHANGE_DEADLINE
     while stalled.call("count")["count"] != len(tools) and time.monotonic() < deadline:
         time.sleep(0.25)
     assert stalled.call("count")["count"] == len(tools)
@@ -380,9 +396,9 @@ def test_a_database_restart_loses_no_update(
     back = time.time()
     thread.join()
     reports = [replica.answer(timeout=60) for replica in group]
-    for report in reports:
-        resumed = min((t for t in report["answered"] if t > back), default=float("inf"))
-        assert resumed - back < 5.0, (resumed - back, report["errors"])
+    assert all(report["ok"] > 0 for report in reports), reports
+    for replica in group:  # each one's own backend answers again (how soon: bench_postgres)
+        assert _answers_again(replica, "list item in slack", since=back)
     stored = set(writer.tools)
     writer.close()
     assert acknowledged and set(acknowledged) <= stored

@@ -137,6 +137,22 @@ class Dataset:
             return digest.hexdigest()
         for tool in self.tools:
             digest.update(tool.content_hash().encode())
+        self._hash_judgements(digest)
+        return digest.hexdigest()
+
+    def judgements_sha256(self) -> str:
+        """A hash of the queries and their judgements only (ids, texts, styles, qrels with
+        grades and groups): what must match for two runs' metrics to be comparable when only
+        the tools' texts changed."""
+        digest = hashlib.sha256()
+        self._hash_judgements(digest)
+        return digest.hexdigest()
+
+    def tool_hashes(self) -> dict[str, str]:
+        """``{tool name: a short hash of its content}``, to name the tools that changed."""
+        return {tool.name: tool.content_hash()[:16] for tool in self.tools}
+
+    def _hash_judgements(self, digest: Any) -> None:
         for query in self.queries:
             digest.update(f"{query.id}\t{query.text}\t{query.style}\n".encode())
         for qid in sorted(self.qrels):
@@ -144,7 +160,6 @@ class Dataset:
             for tool_name, grade in sorted(self.qrels[qid].items()):
                 group = labels.get(tool_name, "")
                 digest.update(f"{qid}\t{tool_name}\t{grade}\t{group}\n".encode())
-        return digest.hexdigest()
 
 
 def checked_id(raw: Any, path: Path, line: int, field: str) -> str:

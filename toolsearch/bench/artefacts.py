@@ -4,7 +4,9 @@ The JSON (``--json-out``) is one object::
 
     {"toolsearch_version": "0.1.0", "split": "test",
      "datasets": {NAME: {"n_queries": int, "n_positives": int, "n_negatives": int,
-       "n_tools": int, "sha256": str,
+       "n_tools": int, "sha256": str,         # of every dataset file
+       "judgements_sha256": str,              # of the queries and qrels only
+       "tools": {TOOL: str},                  # a short content hash of each tool
        "split": "dev" | "test" | "all",       # which half of the queries was scored
        "style_counts": {STYLE: {"queries": int, "positives": int, "negatives": int}},
        "significance": {...} | null,          # the paired tests (Significance.to_dict())
@@ -75,6 +77,8 @@ def result_to_json(result: BenchResult) -> dict[str, Any]:
             "n_negatives": len(entry.negative_ids),
             "n_tools": entry.n_tools,
             "sha256": entry.sha256,
+            "judgements_sha256": entry.dataset.judgements_sha256(),
+            "tools": entry.dataset.tool_hashes(),
             "split": entry.split,
             "style_counts": entry.style_counts(),
             "significance": entry.significance.to_dict() if entry.significance else None,

@@ -15,11 +15,14 @@ baseline's ``style_counts``. Smaller styles are listed as not gated: one query o
 metric by 0.1, so gating them would flap.
 
 A comparison that cannot be made fails too, so a gate never passes by accident: a baseline
-entry (dataset, backend, metric or style) the run did not measure, or a dataset whose content
-(its SHA-256), split or number of queries differs from the baseline's — regenerate the
-baseline when the data changes on purpose. When the run was narrowed on purpose
+entry (dataset, backend, metric or style) the run did not measure, or a dataset whose queries
+or judgements (``judgements_sha256``), split or number of queries differ from the baseline's —
+regenerate the baseline when they change on purpose. A change to the tools alone (new
+descriptions, tools added or removed) is what the gate is for: the metrics are compared, the
+changed tools named and every metric's delta listed. When the run was narrowed on purpose
 (``--dataset`` / ``--backend``), only the baseline entries inside that selection are expected.
-See ``docs/benchmark.md``.
+A baseline without ``judgements_sha256`` (written before it existed) still needs the whole
+dataset unchanged. See ``docs/benchmark.md``.
 """
 
 from __future__ import annotations
@@ -86,6 +89,10 @@ class GateResult:
     compared: int = 0
     compared_styles: int = 0
     ungated_styles: dict[str, str] = field(default_factory=dict)
+    #: What changed in the tools of datasets whose judgements match the baseline's.
+    tool_changes: list[str] = field(default_factory=list)
+    #: Each compared metric's change, listed when the tools changed.
+    deltas: list[str] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -94,7 +101,9 @@ class GateResult:
 
     def lines(self) -> list[str]:
         """Human-readable verdict, one finding a line."""
-        out = [f"regression: {r.describe()} > max drop {r.allowed:g}" for r in self.regressions]
+        out = [f"tools changed: {change}" for change in self.tool_changes]
+        out += [f"delta: {delta}" for delta in self.deltas]
+        out += [f"regression: {r.describe()} > max drop {r.allowed:g}" for r in self.regressions]
         out += [f"not compared: {p}" for p in self.problems]
         out += [f"style not gated: {where}: {why}" for where, why in self.ungated_styles.items()]
         if self.passed:
@@ -150,6 +159,8 @@ def _compare(
     base: Mapping[str, Any],
     now: Mapping[str, Any],
     allowed: float,
+    *,
+    list_deltas: bool = False,
 ) -> int:
     """Compare one metrics mapping with its baseline; returns how many were compared."""
     name, backend, style = where
@@ -165,6 +176,12 @@ def _compare(
             )
             continue
         compared += 1
+        if list_deltas:
+            change = float(value) - float(base_value)
+            gate.deltas.append(
+                f"{label}: {metric_name} {float(base_value):.4f} → {float(value):.4f} "
+                f"({change:+.4f})"
+            )
         worse = (
             float(base_value) - float(value)
             if metric.higher_is_better
@@ -210,13 +227,7 @@ def _check_dataset(
     entry: Mapping[str, Any],
     backends: Collection[str] | None,
 ) -> None:
-    for key in ("sha256", "split", "n_queries"):
-        if key in base_entry and base_entry[key] != entry.get(key):
-            gate.problems.append(
-                f"dataset {name!r}: {key} {entry.get(key)!r} differs from the baseline's "
-                f"{base_entry[key]!r}; the numbers are not like for like — regenerate the "
-                "baseline if the data changed on purpose"
-            )
+    tools_changed = _check_comparable(gate, name, base_entry, entry)
     counts = base_entry.get("style_counts", {})
     for backend, base_run in base_entry.get("backends", {}).items():
         if backends is not None and backend not in backends:
@@ -233,6 +244,7 @@ def _check_dataset(
             base_run.get("metrics", {}),
             run.get("metrics", {}),
             gate.max_drop,
+            list_deltas=tools_changed,
         )
         for style, base_metrics in base_run.get("by_style", {}).items():
             wanted = _gated_style_metrics(gate, name, style, base_metrics, counts.get(style))
@@ -244,6 +256,46 @@ def _check_dataset(
                     run.get("by_style", {}).get(style, {}),
                     gate.style_allowance,
                 )
+
+
+def _check_comparable(
+    gate: GateResult, name: str, base_entry: Mapping[str, Any], entry: Mapping[str, Any]
+) -> bool:
+    """Note what makes the dataset's numbers unlike the baseline's as problems; returns True
+    when only its tools changed (same queries and judgements), which is compared."""
+    keys = ["split", "n_queries"]
+    same_judgements = "judgements_sha256" in base_entry and base_entry[
+        "judgements_sha256"
+    ] == entry.get("judgements_sha256")
+    keys.insert(0, "judgements_sha256" if "judgements_sha256" in base_entry else "sha256")
+    for key in keys:
+        if key in base_entry and base_entry[key] != entry.get(key):
+            what = f"queries or judgements changed: {key}" if key == "judgements_sha256" else key
+            gate.problems.append(
+                f"dataset {name!r}: {what} {entry.get(key)!r} differs from the baseline's "
+                f"{base_entry[key]!r}; the numbers are not like for like — regenerate the "
+                "baseline if the data changed on purpose"
+            )
+    if not same_judgements or base_entry.get("sha256") == entry.get("sha256"):
+        return False
+    gate.tool_changes.append(f"{name}: {_tool_diff(base_entry.get('tools'), entry.get('tools'))}")
+    return True
+
+
+def _tool_diff(before: Any, after: Any) -> str:
+    """Which tools were changed, added and removed, by name (the first few of each)."""
+    if not isinstance(before, Mapping) or not isinstance(after, Mapping):
+        return "the dataset's files differ (the baseline does not list its tools)"
+    parts = []
+    for label, names in (
+        ("changed", [t for t in after if t in before and before[t] != after[t]]),
+        ("added", [t for t in after if t not in before]),
+        ("removed", [t for t in before if t not in after]),
+    ):
+        if names:
+            shown = ", ".join(sorted(names)[:10]) + (", ..." if len(names) > 10 else "")
+            parts.append(f"{len(names)} {label} ({shown})")
+    return "; ".join(parts) or "the same tools, the files differ (order or formatting)"
 
 
 def check_regressions(

@@ -1,4 +1,4 @@
-"""Retrieval-quality metrics named as strings, computed with ranx.
+"""Retrieval-quality metrics named as strings, with ranx's definitions.
 
 A metric name is ``<family>@<k>`` (``"recall@5"``) or ``false_positive_rate``. A query's gold
 tools come in *groups* of alternatives (see :mod:`toolsearch.dataset`): the query needs one
@@ -20,10 +20,16 @@ tool from each group; without groups every gold tool is a group of its own. Per 
                 tools returned earns that gain, a second alternative earns nothing (it is
                 redundant), and the ideal ranking holds one tool per group
 
-Groups are evaluated by handing ranx a *group view* of each query (:func:`group_view`): the
-qrels judge one item per group and the run names a group at the rank of its first tool
-returned, later alternatives replaced by never-relevant placeholders so no rank moves. Every
-metric above is then ranx's own, and so are the significance tests on them.
+Groups are evaluated on a *group view* of each query (:func:`group_view`): the qrels judge
+one item per group and the run names a group at the rank of its first tool returned, later
+alternatives replaced by never-relevant placeholders so no rank moves. Every metric above is
+then ranx's own, and so are the significance tests on them.
+
+The per-query values are computed here, in plain Python, by ranx's definitions (the tests
+check them equal to ranx's on every bundled query): ranx builds numba typed containers that
+are compiled anew in every process, about a minute on two cores, which a benchmark of a
+ten-tool catalogue should not wait for. ranx runs the significance tests
+(:mod:`toolsearch.bench.significance`).
 
 Each is averaged over the *positive* queries (those with at least one gold tool).
 ``false_positive_rate`` is measured on the *negative* queries instead (no tool answers them):
@@ -37,11 +43,11 @@ ties the backend's own scores had.
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from toolsearch.bench._ranx import import_ranx, quiet, to_ranx
 from toolsearch.bench.errors import BenchError
 from toolsearch.engine import Match
 
@@ -252,22 +258,56 @@ def per_query_scores(
         return {m.name: {} for m in wanted}
     qrels, views = group_view(qrels, groups, {"run": ranked})
     ranked = views["run"]
-    run = {qid: rank_scores(ranked[qid], depth) for qid in qrels}
-    ranx = import_ranx()
-    ranx_qrels, runs = to_ranx(qrels, {"run": run})
-    ranx_run = runs["run"]
-    ranx_names = sorted({m.ranx_name for m in wanted if m.ranx_name})
-    with quiet():
-        ranx.evaluate(ranx_qrels, ranx_run, ranx_names, save_results_in_run=True)
-    raw: Mapping[str, Mapping[str, float]] = ranx_run.scores
+    for qid in qrels:
+        rank_scores(ranked[qid], depth)  # a run deeper than ``depth`` is an error
+    relevant = {qid: {t: g for t, g in gold.items() if g > 0} for qid, gold in qrels.items()}
     out: dict[str, dict[str, float]] = {}
     for metric in wanted:
-        values = raw[metric.ranx_name or ""]
+        score = _SCORERS[FAMILIES[metric.family]]
+        k = metric.k or 0
+        values = {qid: score(relevant[qid], ranked[qid][:k], k) for qid in qrels}
         if metric.family == "complete":
-            out[metric.name] = {q: 1.0 if values[q] >= 1.0 - 1e-9 else 0.0 for q in qrels}
-        else:
-            out[metric.name] = {q: float(values[q]) for q in qrels}
+            values = {q: 1.0 if v >= 1.0 - 1e-9 else 0.0 for q, v in values.items()}
+        out[metric.name] = values
     return out
+
+
+# ranx's definitions (ranx.metrics), on one query: ``relevant`` maps each relevant item
+# (grade > 0) to its grade, ``top`` is the first ``k`` items returned.
+
+
+def _recall(relevant: Mapping[str, int], top: Sequence[str], k: int) -> float:
+    if not relevant:
+        return 0.0
+    return sum(1 for item in top if item in relevant) / len(relevant)
+
+
+def _hit_rate(relevant: Mapping[str, int], top: Sequence[str], k: int) -> float:
+    return 1.0 if any(item in relevant for item in top) else 0.0
+
+
+def _mrr(relevant: Mapping[str, int], top: Sequence[str], k: int) -> float:
+    for rank, item in enumerate(top, start=1):
+        if item in relevant:
+            return 1.0 / rank
+    return 0.0
+
+
+def _ndcg(relevant: Mapping[str, int], top: Sequence[str], k: int) -> float:
+    ideal = sorted(relevant.values(), reverse=True)[:k]
+    idcg = sum(grade / math.log2(rank + 1) for rank, grade in enumerate(ideal, start=1))
+    if idcg == 0:
+        return 0.0
+    dcg = sum(relevant.get(item, 0) / math.log2(rank + 1) for rank, item in enumerate(top, start=1))
+    return dcg / idcg
+
+
+_SCORERS: Mapping[str, Callable[[Mapping[str, int], Sequence[str], int], float]] = {
+    "recall": _recall,
+    "hit_rate": _hit_rate,
+    "mrr": _mrr,
+    "ndcg": _ndcg,
+}
 
 
 def mean(values: Iterable[float]) -> float:

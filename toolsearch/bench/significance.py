@@ -189,13 +189,13 @@ def compare_backends(
     names = list(ranked)
     ranx = import_ranx()
     view_qrels, views = group_view(qrels, groups, {name: ranked[name] for name in names})
-    ranx_qrels, ranx_runs = to_ranx(
-        view_qrels,
-        {name: {qid: rank_scores(views[name][qid], depth) for qid in qrels} for name in names},
-    )
-    runs = [ranx_runs[name] for name in names]
     metric_of = {m.ranx_name or m.name: m.name for m in testable}
-    with quiet():
+    with quiet():  # building ranx's containers compiles too
+        ranx_qrels, ranx_runs = to_ranx(
+            view_qrels,
+            {name: {qid: rank_scores(views[name][qid], depth) for qid in qrels} for name in names},
+        )
+        runs = [ranx_runs[name] for name in names]
         report = ranx.compare(
             ranx_qrels,
             runs,

@@ -15,7 +15,8 @@ import argparse
 import importlib
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 from toolsearch.backends.embedding_cache import NOTICE_LOGGER
 from toolsearch.errors import ToolSearchError
@@ -78,27 +79,43 @@ class _StderrNotices(logging.Handler):
         print(f"toolsearch: {record.getMessage()}", file=sys.stderr, flush=True)
 
 
-def show_notices() -> None:
-    """Print the library's notices of one-time slow work on stderr (once per process)."""
+@contextmanager
+def show_notices() -> Iterator[None]:
+    """Print the library's notices of one-time slow work on stderr while a command runs.
+
+    The notice logger is put back as it was afterwards: ``main()`` called in a process that
+    logs on its own (an application, a test run) leaves neither a handler nor a changed
+    propagation behind, so its notices are not printed twice nor hidden from its own handlers.
+    """
     logger = logging.getLogger(NOTICE_LOGGER)
-    if not any(isinstance(h, _StderrNotices) for h in logger.handlers):
-        logger.addHandler(_StderrNotices())
+    if any(isinstance(h, _StderrNotices) for h in logger.handlers):
+        yield  # already shown by an enclosing call
+        return
+    level, propagate = logger.level, logger.propagate
+    handler = _StderrNotices()
+    logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = propagate
 
 
 def _run(argv: Sequence[str] | None) -> int:
     from toolsearch.config import check_settings, load_settings
 
-    show_notices()
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
     try:
-        check_settings(load_settings())
-        status: int = args.func(args)
+        with show_notices():
+            check_settings(load_settings())
+            status: int = args.func(args)
     except ToolSearchError as exc:
         print(f"toolsearch {args.command}: error: {exc}", file=sys.stderr)
         return 2

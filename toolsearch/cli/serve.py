@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from typing import Any
 
@@ -136,19 +137,20 @@ def run(args: argparse.Namespace) -> int:
         servers = ", ".join(config.names) or "no servers"
         print(f"toolsearch gateway on {where} for {servers}", file=sys.stderr, flush=True)
 
-    try:
-        anyio.run(
-            lambda: serve(
-                config,
-                transport=args.transport,
-                host=args.host,
-                port=args.port,
-                on_ready=ready,
-                **options,
-            )
+    stopped_by = anyio.run(
+        lambda: serve(
+            config,
+            transport=args.transport,
+            host=args.host,
+            port=args.port,
+            on_ready=ready,
+            **options,
         )
-    except KeyboardInterrupt:
-        return 130
+    )
+    if stopped_by == signal.SIGINT:
+        # the HTTP gateway shut down cleanly on Ctrl-C: the command says so and exits 130
+        # like any other (a Ctrl-C on stdio arrives as KeyboardInterrupt, to the same end)
+        raise KeyboardInterrupt
     return 0
 
 

@@ -27,6 +27,7 @@ import contextlib
 import itertools
 import json
 import logging
+import os
 import signal
 import socket
 import threading
@@ -359,12 +360,13 @@ class Gateway:
         )
 
     async def run_stdio(self) -> None:
-        """Serve on stdin/stdout until the client closes stdin."""
+        """Serve on stdin/stdout until the client closes stdin (or Ctrl-D in a terminal)."""
         from mcp.server.stdio import stdio_server
 
         server = self.server()
-        async with stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options())
+        with _stdin_lines() as lines:
+            async with stdio_server(stdin=lines) as (read, write):  # type: ignore[arg-type]
+                await server.run(read, write, server.create_initialization_options())
 
     async def run_http(
         self,
@@ -376,9 +378,10 @@ class Gateway:
         token: str | None = None,
         allow_hosts: Iterable[str] = (),
         allow_origins: Iterable[str] = (),
-    ) -> None:
+    ) -> int | None:
         """Serve streamable HTTP on ``host:port`` (``port=0`` picks a free one) until SIGINT
-        or SIGTERM; ``on_ready`` gets the endpoint URL once the socket listens.
+        or SIGTERM, and return that signal's number; ``on_ready`` gets the endpoint URL once
+        the socket listens.
 
         Every request passes :class:`~toolsearch.mcp.http_security.HttpSecurity` first:
         ``Host`` and ``Origin`` allow-lists and, when ``token`` is set, a bearer token — which
@@ -413,8 +416,60 @@ class Gateway:
         shown = f"[{host}]" if sock.family == socket.AF_INET6 else host
         if on_ready is not None:
             on_ready(f"http://{shown}:{bound}{path}")
+        server = _QuietServer(config)
         with sock:
-            await _QuietServer(config).serve(sockets=[sock])
+            await server.serve(sockets=[sock])
+        return server.stopped_by
+
+
+class _StdinLines:
+    """The lines of a file descriptor as an async iterator, for the SDK's ``stdio_server``.
+
+    A daemon thread reads them: the SDK reads stdin on one of anyio's worker threads, which a
+    cancellation (Ctrl-C) does not abandon and the interpreter waits for at exit, so a gateway
+    run by hand in a terminal could not be stopped while nobody typed. Waiting here is an
+    asyncio queue, cancelled at once; the bounded queue keeps the SDK's backpressure."""
+
+    def __init__(self, fd: int) -> None:
+        import asyncio
+
+        self._loop = asyncio.get_running_loop()
+        self._lines: asyncio.Queue[str | None] = asyncio.Queue(maxsize=1)
+        reader = threading.Thread(target=self._read, args=(fd,), name="stdin", daemon=True)
+        reader.start()
+
+    def _read(self, fd: int) -> None:
+        import asyncio
+
+        with open(fd, encoding="utf-8", errors="replace", closefd=False) as stream:
+            for line in itertools.chain(iter(stream.readline, ""), [None]):
+                try:
+                    asyncio.run_coroutine_threadsafe(self._lines.put(line), self._loop).result()
+                except (RuntimeError, asyncio.CancelledError):  # the loop is gone or stopping
+                    return
+
+    def __aiter__(self) -> _StdinLines:
+        return self
+
+    async def __anext__(self) -> str:
+        line = await self._lines.get()
+        if line is None:
+            raise StopAsyncIteration
+        return line
+
+
+@contextlib.contextmanager
+def _stdin_lines() -> Iterator[_StdinLines]:
+    """Stdin's lines, with fd 0 pointing at the null device meanwhile (as the SDK does), so
+    tool servers and other children never read the client's messages."""
+    private = os.dup(0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    try:
+        yield _StdinLines(private)
+    finally:
+        os.dup2(private, 0)  # `private` stays open: the reader thread may still block on it
 
 
 def listening_socket(host: str, port: int) -> socket.socket:
@@ -452,16 +507,21 @@ class _QuietServer:
         server = uvicorn.Server(config)
         server.capture_signals = self._capture(server)  # type: ignore[method-assign,assignment]
         self._server = server
+        #: The signal that stopped the server (the command exits 130 after a SIGINT).
+        self.stopped_by: int | None = None
 
-    @staticmethod
-    def _capture(server: Any) -> Callable[[], contextlib.AbstractContextManager[None]]:
+    def _capture(self, server: Any) -> Callable[[], contextlib.AbstractContextManager[None]]:
+        def stop(sig: int, frame: Any) -> None:
+            self.stopped_by = sig
+            server.handle_exit(sig, frame)
+
         @contextlib.contextmanager
         def capture() -> Iterator[None]:
             if threading.current_thread() is not threading.main_thread():
                 yield
                 return
             signals = (signal.SIGINT, signal.SIGTERM)
-            previous = {sig: signal.signal(sig, server.handle_exit) for sig in signals}
+            previous = {sig: signal.signal(sig, stop) for sig in signals}
             try:
                 yield
             finally:
@@ -509,9 +569,10 @@ async def serve(
     allow_hosts: Iterable[str] = (),
     allow_origins: Iterable[str] = (),
     **hub_options: Any,
-) -> None:
+) -> int | None:
     """Run the gateway for ``config`` until its client goes away (stdio) or it is stopped
-    (HTTP). ``hub_options`` go to :class:`McpHub` (``deny``, ``backend``, timeouts...).
+    (HTTP: returns the stopping signal's number, once every server is shut down).
+    ``hub_options`` go to :class:`McpHub` (``deny``, ``backend``, timeouts...).
 
     ``log`` gets one line per event worth an operator's eye: a deny rule that matches nothing,
     a server connected (with its tool count), failed or disconnected (with its error), and
@@ -538,8 +599,9 @@ async def serve(
             if on_ready is not None:
                 on_ready("stdio")
             await gateway.run_stdio()
+            return None
         else:
-            await gateway.run_http(
+            return await gateway.run_http(
                 host,
                 port,
                 on_ready=on_ready,
