@@ -21,6 +21,7 @@ from toolsearch.tool import (
     MCP_PREFIX,
     SURROGATE_HINT,
     Tool,
+    comes_from_mcp,
     json_depth,
     lone_surrogate,
     mcp_tool_name,
@@ -29,6 +30,7 @@ from toolsearch.tool import (
 __all__ = [
     "MAX_DEPTH",
     "MAX_INTEGER_DIGITS",
+    "catalogue_defers",
     "decode_json",
     "load_catalog",
     "parse_jsonl",
@@ -144,6 +146,9 @@ def tool_from_dict(
     Accepts this project's fields (``input_schema``, ``search_hint``, ``always_load``...), MCP's
     (``inputSchema``, ``_meta`` hints) and OpenAI's function wrapper
     (``{"type": "function", "function": {...}}``); other fields are kept as metadata.
+
+    A catalogue lists the tools to search, so a plain (non-MCP) tool without ``always_load``
+    is deferred unless the record says ``"should_defer": false`` (:func:`catalogue_defers`).
     """
     where = _Where(path, line, item)
     if not isinstance(data, Mapping):
@@ -185,8 +190,8 @@ def tool_from_dict(
         always = meta.get("anthropic/alwaysLoad") is True
     if not isinstance(always, bool):
         raise where.error(f"must be true or false, got {always!r}", always_key)
-    should_defer = data.get("should_defer", False)
-    if not isinstance(should_defer, bool):
+    should_defer = data.get("should_defer")
+    if should_defer is not None and not isinstance(should_defer, bool):
         raise where.error(f"must be true or false, got {should_defer!r}", "should_defer")
     aliases = data.get("aliases", [])
     if not isinstance(aliases, list) or not all(isinstance(a, str) and a for a in aliases):
@@ -207,7 +212,7 @@ def tool_from_dict(
             input_schema=_json_copy(schema, where, schema_key),
             search_hint=hint,
             always_load=always,
-            should_defer=should_defer,
+            should_defer=catalogue_defers(should_defer, name, server, is_mcp, always),
             aliases=tuple(aliases),
             server=server,
             is_mcp=is_mcp,
@@ -219,6 +224,18 @@ def tool_from_dict(
             raise
         field_path, what = surrogate
         raise where.error(f"has {what}, {SURROGATE_HINT}", field_path.lstrip(".")) from None
+
+
+def catalogue_defers(
+    should_defer: bool | None, name: str, server: str | None, is_mcp: bool | None, always: bool
+) -> bool:
+    """A catalogue record's ``should_defer``: as given, else true for a plain tool that is not
+    ``always_load``. With :func:`toolsearch.tool.is_deferred` (the reference rule, unchanged)
+    every tool of a catalogue is then deferred unless the record says otherwise, in the
+    library, the CLI and the benchmark alike (docs/getting-started.md, "Catalogues")."""
+    if should_defer is not None:
+        return should_defer
+    return not (always or comes_from_mcp(name, server, is_mcp))
 
 
 def _json_copy(value: Any, where: _Where, field: str | None) -> Any:

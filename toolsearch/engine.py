@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -20,7 +21,7 @@ from typing import Any, Literal
 from fasteners import ReaderWriterLock
 
 from toolsearch.backend import IncrementalBackend, SearchBackend
-from toolsearch.errors import QueryError
+from toolsearch.errors import NoDeferredToolsWarning, QueryError
 from toolsearch.pool_index import PoolIndex
 from toolsearch.query import parse_query, parse_select
 from toolsearch.required import RequiredIndex
@@ -34,6 +35,7 @@ __all__ = [
     "Match",
     "SearchResult",
     "ToolSearch",
+    "no_deferred_notice",
     "tool_search_tool",
 ]
 
@@ -101,6 +103,8 @@ class SearchResult:
     pending_mcp_servers: tuple[str, ...] = field(default=())
     #: Names a ``select:`` query asked for that no tool in the pool has (dropped from matches).
     not_found: tuple[str, ...] = field(default=())
+    #: Tools in the pool, deferred or not (0 when unknown).
+    total_tools: int = 0
 
     @property
     def names(self) -> list[str]:
@@ -118,6 +122,15 @@ class SearchResult:
                 "Their tools will become available shortly — try searching again."
             )
         return NO_MATCH_TEXT
+
+    def notice(self) -> str:
+        """Why nothing could be found, for people reading a result: the pool has tools but
+        none is deferred (empty otherwise, and whenever something matched)."""
+        if self.matches or self.total_deferred_tools or not self.total_tools:
+            return ""
+        if self.pending_mcp_servers:
+            return ""
+        return no_deferred_notice(self.total_tools)
 
     def not_found_text(self) -> str:
         """Which ``select:`` names matched no tool, for people reading a result; empty when
@@ -145,6 +158,16 @@ class SearchResult:
         if self.not_found:
             data["not_found"] = list(self.not_found)
         return data
+
+
+def no_deferred_notice(total_tools: int) -> str:
+    """The notice for a pool of ``total_tools`` tools none of which is deferred."""
+    return (
+        f"none of the pool's {total_tools} tools is deferred, so only select: and exact names "
+        "can find them; a tool is deferred when it is an MCP tool or says should_defer "
+        "(a catalogue file defers its plain tools unless a record says always_load: true or "
+        "should_defer: false)"
+    )
 
 
 class ToolSearch:
@@ -184,6 +207,8 @@ class ToolSearch:
         self._lock = ReaderWriterLock()
         self._writer = threading.Lock()
         self._resync = False
+        #: A search over a pool without deferred tools warns once per engine.
+        self._warned = False
         self.set_tools(tools)
 
     @property
@@ -281,13 +306,18 @@ class ToolSearch:
             )
         selected = parse_select(query) or []
         with self._lock.read_lock():
-            return SearchResult(
+            result = SearchResult(
                 query=query,
                 matches=tuple(self._dispatch(query, max_results)),
                 total_deferred_tools=len(self._index.deferred),
                 pending_mcp_servers=self.pending_servers,
                 not_found=tuple(dict.fromkeys(n for n in selected if self._selectable(n) is None)),
+                total_tools=len(self._index.pool),
             )
+        if result.notice() and not self._warned:
+            self._warned = True
+            warnings.warn(NoDeferredToolsWarning(result.notice()), stacklevel=2)
+        return result
 
     def search_many(
         self, queries: Sequence[str], max_results: int = DEFAULT_MAX_RESULTS
@@ -306,6 +336,7 @@ class ToolSearch:
             total_deferred_tools=len(self._index.deferred),
             pending_mcp_servers=self.pending_servers,
             not_found=tuple(dict.fromkeys(n for r in results for n in r.not_found)),
+            total_tools=len(self._index.pool),
         )
 
     def _dispatch(self, query: str, max_results: int) -> list[Match]:

@@ -310,7 +310,9 @@ def sample_queries(queries: Sequence[Query], limit: int | None) -> list[Query]:
 
 
 def deferred_catalog(tools: Sequence[Tool]) -> list[Tool]:
-    """The catalogue with every tool deferred, as the benchmark treats it."""
+    """The catalogue with every tool deferred, as the benchmark treats it: a plain record is
+    deferred already (:func:`toolsearch.catalog.catalogue_defers`), and the qrels may name an
+    ``always_load`` or ``should_defer: false`` tool too, which must be searchable to be found."""
     return [
         tool if is_deferred(tool) else replace(tool, always_load=False, should_defer=True)
         for tool in tools
