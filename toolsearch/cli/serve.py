@@ -100,7 +100,14 @@ def _limit_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+#: What the gateway imports: the MCP SDK (its types live in ``mcp_types``) and anyio.
+GATEWAY_MODULES = ("mcp", "mcp_types", "anyio")
+
+
 def run(args: argparse.Namespace) -> int:
+    from toolsearch.extras import require_extra
+
+    require_extra("toolsearch serve", "mcp", GATEWAY_MODULES)
     import anyio
 
     from toolsearch.mcp.config import load_mcp_config
