@@ -8,7 +8,7 @@ reference default (not deferred). A search over a pool without deferred tools sa
 from __future__ import annotations
 
 import json
-import warnings
+import logging
 from pathlib import Path
 
 import pytest
@@ -17,7 +17,6 @@ from toolsearch import ToolSearch, load_catalog
 from toolsearch.bench.runner import deferred_catalog
 from toolsearch.catalog import tool_from_dict
 from toolsearch.cli import build_parser, main
-from toolsearch.errors import NoDeferredToolsWarning
 from toolsearch.tool import Tool, is_deferred
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,24 +93,36 @@ def test_the_catalogue_format_documents_should_defer() -> None:
     assert "should_defer" in section and "always_load" in section
 
 
-def test_a_pool_without_deferred_tools_warns_once() -> None:
+@pytest.fixture(autouse=True)
+def _engine_log_reaches_caplog(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI (run in-process by other tests) stops the engine logger propagating."""
+    monkeypatch.setattr(logging.getLogger("toolsearch.engine"), "propagate", True)
+
+
+def engine_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "toolsearch.engine"]
+
+
+def test_a_pool_without_deferred_tools_warns_once(caplog: pytest.LogCaptureFixture) -> None:
     engine = ToolSearch([Tool("Read", "Reads a file."), Tool("Edit", "Edits a file.")])
-    with pytest.warns(NoDeferredToolsWarning, match="none of the pool's 2 tools is deferred"):
+    with caplog.at_level(logging.WARNING, logger="toolsearch.engine"):
         result = engine.search("read file")
-    assert result.names == []
-    assert "should_defer" in result.notice()
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
+        assert result.names == []
+        assert "should_defer" in result.notice()
         engine.search("edit")  # once per engine
         assert engine.search("select:Read").names == ["Read"]
+    [warning] = engine_warnings(caplog)
+    assert warning.startswith("none of the pool's 2 tools is deferred")
 
 
-def test_no_notice_when_something_is_deferred_or_the_pool_is_empty() -> None:
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
+def test_no_notice_when_something_is_deferred_or_the_pool_is_empty(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="toolsearch.engine"):
         assert ToolSearch([]).search("x").notice() == ""
         engine = ToolSearch([Tool("Read", "r"), Tool("Grep", "g", should_defer=True)])
         assert engine.search("zzz").notice() == ""
+    assert engine_warnings(caplog) == []
 
 
 def test_the_cli_says_when_nothing_is_deferred(

@@ -12,8 +12,8 @@ Dispatch order (docs/reference-behaviour.md §2), identical for every backend:
 from __future__ import annotations
 
 import functools
+import logging
 import threading
-import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -21,7 +21,7 @@ from typing import Any, Literal
 from fasteners import ReaderWriterLock
 
 from toolsearch.backend import IncrementalBackend, SearchBackend
-from toolsearch.errors import NoDeferredToolsWarning, QueryError
+from toolsearch.errors import QueryError
 from toolsearch.pool_index import PoolIndex
 from toolsearch.query import parse_query, parse_select
 from toolsearch.required import RequiredIndex
@@ -38,6 +38,10 @@ __all__ = [
     "no_deferred_notice",
     "tool_search_tool",
 ]
+
+#: Where the engine warns of a search that cannot find anything (a pool without deferred
+#: tools); unconfigured logging prints it on stderr, the ``toolsearch`` command as one line.
+log = logging.getLogger(__name__)
 
 DEFAULT_MAX_RESULTS = 5
 DEFAULT_MAX_RESULTS_CAP = 100
@@ -316,7 +320,7 @@ class ToolSearch:
             )
         if result.notice() and not self._warned:
             self._warned = True
-            warnings.warn(NoDeferredToolsWarning(result.notice()), stacklevel=2)
+            log.warning("%s", result.notice())
         return result
 
     def search_many(

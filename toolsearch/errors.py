@@ -14,8 +14,6 @@ Every error the library raises on bad input derives from one root, so callers ca
           └── MissingExtraError     a backend's or feature's optional dependencies are missing
 
 Messages carry the offending value and, where there is one, the next step.
-:class:`NoDeferredToolsWarning` is a warning, not an error: a search over a pool that has tools
-but none deferred finds them only by ``select:`` or exact name.
 """
 
 from __future__ import annotations
@@ -29,7 +27,6 @@ __all__ = [
     "ConfigError",
     "LocatedError",
     "MissingExtraError",
-    "NoDeferredToolsWarning",
     "QueryError",
     "ToolSearchError",
     "UnknownBackendError",
@@ -111,8 +108,3 @@ class MissingExtraError(BackendError, ImportError):
         super().__init__(
             f"{feature} needs {', '.join(self.missing)}; install it with: {self.install_command}"
         )
-
-
-class NoDeferredToolsWarning(UserWarning):
-    """A search ran over a pool with tools but none deferred, so only ``select:`` and exact
-    names could find anything (docs/getting-started.md, "Catalogues and datasets")."""

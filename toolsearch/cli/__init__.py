@@ -5,7 +5,8 @@ Each subcommand lives in its own module with ``register(subparsers)``; the modul
 command that needs it. The configuration is checked once, the same way, before any command
 runs (:func:`toolsearch.config.check_settings`). One-time slow work the library announces (an
 embedding model's ONNX export, encoding a catalogue: the ``toolsearch.notice`` logger) is
-printed on stderr as it starts. Library errors become one-line messages and exit status 2;
+printed on stderr as it starts, and so is the engine's warning of a search over a pool
+without deferred tools. Library errors become one-line messages and exit status 2;
 Ctrl-C becomes one line and exit status 130 (128 + SIGINT), as shells expect.
 """
 
@@ -78,13 +79,19 @@ class _StderrNotices(logging.Handler):
         print(f"toolsearch: {record.getMessage()}", file=sys.stderr, flush=True)
 
 
+#: Loggers whose records the command prints as ``toolsearch: ...`` lines, and from which level:
+#: notices of one-time slow work, and the engine's warning of a search that cannot find anything.
+SHOWN_LOGGERS = {NOTICE_LOGGER: logging.INFO, "toolsearch.engine": logging.WARNING}
+
+
 def show_notices() -> None:
-    """Print the library's notices of one-time slow work on stderr (once per process)."""
-    logger = logging.getLogger(NOTICE_LOGGER)
-    if not any(isinstance(h, _StderrNotices) for h in logger.handlers):
-        logger.addHandler(_StderrNotices())
-    logger.setLevel(logging.INFO)
-    logger.propagate = False
+    """Print the library's notices and warnings on stderr (set up once per process)."""
+    for name, level in SHOWN_LOGGERS.items():
+        logger = logging.getLogger(name)
+        if not any(isinstance(h, _StderrNotices) for h in logger.handlers):
+            logger.addHandler(_StderrNotices())
+        logger.setLevel(level)
+        logger.propagate = False
 
 
 def _run(argv: Sequence[str] | None) -> int:

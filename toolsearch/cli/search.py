@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ from toolsearch.cli._scope import (
     scoped_tools,
 )
 from toolsearch.engine import DEFAULT_MAX_RESULTS, ToolSearch
-from toolsearch.errors import ConfigError, NoDeferredToolsWarning
+from toolsearch.errors import ConfigError
 
 __all__ = ["read_query", "register"]
 
@@ -82,11 +81,7 @@ def run(args: argparse.Namespace) -> int:
     query = read_query(args)
     tools = scoped_tools(load_catalog(args.catalog), args)
     engine = ToolSearch(tools, backend=args.backend)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", NoDeferredToolsWarning)
-        result = engine.search(query, args.max_results)
-    if result.notice():
-        print(f"toolsearch: {result.notice()}", file=sys.stderr)
+    result = engine.search(query, args.max_results)
     if args.json:
         print_json(result.to_json())
         return 0
