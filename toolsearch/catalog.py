@@ -31,8 +31,10 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_INTEGER_DIGITS",
     "catalogue_defers",
+    "catalogue_file",
     "decode_json",
     "load_catalog",
+    "load_nonempty_catalog",
     "parse_jsonl",
     "tool_from_dict",
     "tools_from_mcp_result",
@@ -339,6 +341,31 @@ def _named_in_full(items: Any, path: str) -> bool:
     return False
 
 
+def catalogue_file(path: str | Path) -> Path:
+    """The file a catalogue argument reads: the path, a dataset folder's ``tools.jsonl``, or the
+    catalogue of a dataset named so (:func:`toolsearch.datasets.named_path`)."""
+    from toolsearch.datasets import named_path
+
+    found = Path(named_path(path))
+    if found.is_dir():
+        if not (found / "tools.jsonl").is_file():
+            raise CatalogError("dataset folder has no tools.jsonl", path=found)
+        return found / "tools.jsonl"
+    return found
+
+
+def load_nonempty_catalog(path: str | Path) -> list[Tool]:
+    """:func:`load_catalog`, where a catalogue without a tool (an empty file, ``[]``) is a
+    :class:`CatalogError` naming the file: what a command searches must have tools."""
+    tools = load_catalog(path)
+    if not tools:
+        raise CatalogError(
+            "the catalogue has no tools (an empty file?); a catalogue lists at least one tool",
+            path=catalogue_file(path),
+        )
+    return tools
+
+
 def load_catalog(path: str | Path, *, server: str | None = None) -> list[Tool]:
     """Load every tool from ``path``.
 
@@ -348,13 +375,7 @@ def load_catalog(path: str | Path, *, server: str | None = None) -> list[Tool]:
     that is no existing path but a dataset's (``"starter"``, ``"mcp-workbench"``) loads that
     dataset's catalogue.
     """
-    from toolsearch.datasets import named_path
-
-    path = Path(named_path(path))
-    if path.is_dir():
-        path = path / "tools.jsonl"
-        if not path.is_file():
-            raise CatalogError("dataset folder has no tools.jsonl", path=path.parent)
+    path = catalogue_file(path)
     if path.suffix == ".jsonl":
         tools: list[Tool] = []
         lines: list[int | None] = []

@@ -14,7 +14,7 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
-from toolsearch.catalog import load_catalog
+from toolsearch.catalog import load_nonempty_catalog
 from toolsearch.cli._output import console, print_json, shorten
 from toolsearch.cli._scope import (
     CATALOG_HELP,
@@ -79,7 +79,7 @@ def read_query(args: argparse.Namespace) -> str:
 
 def run(args: argparse.Namespace) -> int:
     query = read_query(args)
-    tools = scoped_tools(load_catalog(args.catalog), args)
+    tools = scoped_tools(load_nonempty_catalog(args.catalog), args)
     engine = ToolSearch(tools, backend=args.backend)
     result = engine.search(query, args.max_results)
     if args.json:
