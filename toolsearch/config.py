@@ -51,6 +51,7 @@ from typing import Any
 
 from toolsearch.backend import SearchBackend
 from toolsearch.errors import ConfigError
+from toolsearch.mode_values import ENABLE_VALUES, check_mode_section, is_enable_value
 
 __all__ = [
     "DEFAULT_BACKEND_PREFERENCE",
@@ -71,8 +72,6 @@ DEFAULT_BACKEND_PREFERENCE: tuple[str, ...] = ("hybrid", "embedding", "fts5", "b
 
 ENV_BACKEND = "TOOLSEARCH_BACKEND"
 ENV_BACKEND_OPTIONS = "TOOLSEARCH_BACKEND_OPTIONS"
-#: The ``ENABLE_TOOL_SEARCH`` values a config file and ``--mode`` accept (case ignored).
-ENABLE_VALUES = ("true", "1", "yes", "on", "false", "0", "no", "off", "auto", "auto:N")
 #: The top-level tables a config file may have besides ``[backends.<name>]``.
 TABLES: tuple[str, ...] = ("mode",)
 
@@ -321,32 +320,7 @@ def check_settings(settings: Settings) -> None:
                 f"registered: {', '.join(known)}"
             )
     if settings.section("mode"):
-        _check_mode(settings)
-
-
-def _check_mode(settings: Settings) -> None:
-    """``[mode]`` as :class:`~toolsearch.agent.mode.ModeSettings` reads it, and a recognised
-    ``enable_tool_search``."""
-    from toolsearch.agent.mode import ModeSettings
-
-    ModeSettings.load(settings=settings, env={})
-    value = settings.section("mode").get("enable_tool_search")
-    if isinstance(value, str) and not is_enable_value(value):
-        raise ConfigError(
-            f"{settings.section_source('mode')}: 'enable_tool_search' = {value!r} is not a "
-            f"recognised value; valid: {', '.join(ENABLE_VALUES)} (N a whole percent 0-100)"
-        )
-
-
-def is_enable_value(text: str) -> bool:
-    """Whether ``text`` is an ``ENABLE_TOOL_SEARCH`` value typed on purpose (case ignored):
-    the rule for config files and ``--mode``. The environment variable keeps the reference
-    rule that an unrecognised value means on."""
-    lowered = text.strip().lower()
-    number = lowered.removeprefix("auto:")
-    return lowered in ENABLE_VALUES[:-1] or (
-        lowered.startswith("auto:") and number.isdigit() and int(number) <= 100
-    )
+        check_mode_section(settings.section("mode"), settings.section_source("mode"))
 
 
 def default_backend_name() -> str:
