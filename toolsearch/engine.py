@@ -202,6 +202,8 @@ class ToolSearch:
         elif backend_options:
             raise QueryError("backend_options apply only when the backend is given by name")
         self.backend: SearchBackend = backend
+        #: ``+`` and digits is required only under the reference rules (toolsearch.query).
+        self._reference_syntax = bool(getattr(backend, "reference_syntax", False))
         self.max_results_cap = max_results_cap
         self.pending_servers: tuple[str, ...] = tuple(pending_servers)
         self._index = PoolIndex()
@@ -371,7 +373,7 @@ class ToolSearch:
         return self._index.by_name.get(name) or self._index.first_alias(name)
 
     def _ranked(self, query: str, max_results: int) -> list[Match]:
-        parsed = parse_query(query)
+        parsed = parse_query(query, digits_required=self._reference_syntax)
         deferred = self._index.deferred
         if parsed.is_empty or not deferred:
             return []
