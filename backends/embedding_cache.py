@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-    from .encoders import Encoder
+    from .encoder_base import Encoder
 
     FloatMatrix = NDArray[np.float32]
 

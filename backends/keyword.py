@@ -54,6 +54,8 @@ class KeywordBackend(BaseBackend):
 
     name: ClassVar[str] = "keyword"
     incremental: ClassVar[bool] = True
+    #: ``+447700900123`` is a required term, as in the reference (toolsearch.query).
+    reference_syntax: ClassVar[bool] = True
 
     def __init__(self) -> None:
         super().__init__()

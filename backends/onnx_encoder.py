@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from toolsearch.errors import BackendError, MissingExtraError
 
 from .embedding_cache import notice
-from .encoders import check_positive, model_fingerprint, reference_name
+from .encoder_base import check_positive, model_fingerprint, reference_name
 
 if TYPE_CHECKING:
     import numpy as np

@@ -19,7 +19,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from toolsearch.errors import ConfigError, MissingExtraError
 
@@ -28,13 +28,15 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from toolsearch.dataset import Dataset, Query
+    from toolsearch.tool import Tool
 
-    from .embedding import EmbeddingBackend
+    from .encoder_base import Encoder
 
     FloatMatrix = NDArray[np.float32]
 
 __all__ = [
     "FORMAT",
+    "EncodingBackend",
     "QueryAdapter",
     "TrainingSet",
     "TrainingSettings",
@@ -46,6 +48,17 @@ __all__ = [
 
 #: Version of the adapter file layout.
 FORMAT = 1
+
+
+class EncodingBackend(Protocol):
+    """What training reads of an embedding backend (an ``EmbeddingBackend``): its encoder
+    and its tool vectors. A protocol, so this module never imports the backend that loads
+    its adapters."""
+
+    @property
+    def encoder(self) -> Encoder: ...
+
+    def encode_tools(self, tools: Sequence[Tool]) -> FloatMatrix: ...
 
 
 @dataclass(frozen=True)
@@ -234,7 +247,7 @@ def _batch_loss(
 
 
 def training_set(
-    backend: EmbeddingBackend, dataset: Dataset, queries: Sequence[Query]
+    backend: EncodingBackend, dataset: Dataset, queries: Sequence[Query]
 ) -> TrainingSet:
     """The labelled ``queries`` of ``dataset`` (negatives skipped) as ``backend`` sees them:
     tool texts are encoded (and cached) as the backend indexes them."""
@@ -253,7 +266,7 @@ def training_set(
 
 
 def train_on_datasets(
-    backend: EmbeddingBackend,
+    backend: EncodingBackend,
     labelled: Sequence[tuple[Dataset, Sequence[Query]]],
     settings: TrainingSettings | None = None,
 ) -> QueryAdapter:

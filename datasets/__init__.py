@@ -1,5 +1,6 @@
 """Datasets written for toolsearch, shipped with the package, and the location of the public
-development sets that live outside it (``../shared/datasets`` beside a checkout)."""
+development sets that live outside it (``$TOOLSEARCH_SHARED_DATASETS``, else
+``../shared/datasets`` beside the checkout or the working directory; docs/benchmark.md)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,15 @@ from pathlib import Path
 
 __all__ = [
     "BUNDLED_DIR",
+    "CHECKOUT_ROOT",
+    "ENV_SHARED_DATASETS",
     "bundled_dataset",
     "bundled_datasets",
     "find_dataset",
     "named_path",
     "shared_datasets_dir",
+    "shared_datasets_locations",
+    "where_shared_datasets_are",
 ]
 
 #: The folder the bundled datasets are installed in (the package's own directory).
@@ -40,16 +45,61 @@ def bundled_datasets() -> list[Path]:
     return [p for p in _dataset_folders() if (p / "qrels.tsv").is_file()]
 
 
+#: The environment variable that names the public datasets folder.
+ENV_SHARED_DATASETS = "TOOLSEARCH_SHARED_DATASETS"
+
+
+def _checkout_root() -> Path | None:
+    root = Path(__file__).resolve().parents[1]
+    return root if (root / "pyproject.toml").is_file() else None
+
+
+#: The root of the checkout this package runs from, when it runs from one (None in a wheel).
+CHECKOUT_ROOT: Path | None = _checkout_root()
+#: Where to read how to obtain the public datasets.
+OBTAIN_HINT = (
+    "the public sets are not shipped with toolsearch; how to obtain them: docs/benchmark.md, "
+    '"Public datasets"'
+)
+
+
+def shared_datasets_locations() -> list[tuple[str, Path]]:
+    """Where the public datasets folder is looked for, in order, each with how it was chosen:
+    ``$TOOLSEARCH_SHARED_DATASETS`` alone when it is set (an explicit setting is never passed
+    over), else ``shared/datasets`` beside the checkout toolsearch runs from, then beside the
+    working directory (``../shared/datasets``)."""
+    configured = os.environ.get(ENV_SHARED_DATASETS, "").strip()
+    if configured:
+        return [(f"${ENV_SHARED_DATASETS}", Path(configured).expanduser())]
+    found: list[tuple[str, Path]] = []
+    if CHECKOUT_ROOT is not None:
+        found.append(("beside the checkout", CHECKOUT_ROOT.parent / "shared" / "datasets"))
+    beside_cwd = Path.cwd().parent / "shared" / "datasets"
+    if all(path != beside_cwd for _, path in found):
+        found.append(("beside the working directory", beside_cwd))
+    return found
+
+
 def shared_datasets_dir() -> Path | None:
-    """The public datasets folder: ``$TOOLSEARCH_SHARED_DATASETS``, else ``../shared/datasets``
-    from the working directory; None when neither exists."""
-    configured = os.environ.get("TOOLSEARCH_SHARED_DATASETS")
-    candidates = [Path(configured)] if configured else []
-    candidates.append(Path.cwd().parent / "shared" / "datasets")
-    for candidate in candidates:
+    """The public datasets folder: the first of :func:`shared_datasets_locations` that exists;
+    None when none does."""
+    for _, candidate in shared_datasets_locations():
         if candidate.is_dir():
             return candidate
     return None
+
+
+def where_shared_datasets_are() -> str:
+    """Where public sets (metatool, bfcl, ...) were looked for, what was found there, and how
+    to obtain them: the tail of every error about a dataset name that was not found."""
+    looked = "; ".join(
+        f"{how}: {path} ({'found' if path.is_dir() else 'missing'})"
+        for how, path in shared_datasets_locations()
+    )
+    unset = "" if os.environ.get(ENV_SHARED_DATASETS, "").strip() else " (not set)"
+    return (
+        f"public sets are looked for in ${ENV_SHARED_DATASETS}{unset}, else {looked}; {OBTAIN_HINT}"
+    )
 
 
 def find_dataset(name: str) -> Path | None:
@@ -84,6 +134,13 @@ def named_path(path: str | Path) -> Path:
         raise CatalogError(
             f"no such file or folder; the dataset {given.name!r} is installed with toolsearch: "
             f"give its name, {given.name!r}, instead of a path",
+            path=given,
+        )
+    if len(given.parts) == 1 and not given.suffix:  # a dataset's name, as "metatool" is
+        bundled = ", ".join(p.name for p in _dataset_folders()) or "none"
+        raise CatalogError(
+            f"no such file or folder, and no dataset of that name (bundled: {bundled}); "
+            f"{where_shared_datasets_are()}",
             path=given,
         )
     return given

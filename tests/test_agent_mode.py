@@ -316,3 +316,12 @@ def test_decision_json_names_the_reason() -> None:
     data = resolve_mode(POOL, settings=ModeSettings(enable_tool_search="no")).to_json()
     assert data["enabled"] is False
     assert "ENABLE_TOOL_SEARCH='no'" in data["reason"]
+
+
+def test_the_config_check_knows_every_mode_setting() -> None:
+    from dataclasses import fields
+
+    from toolsearch.agent.mode import ModeSettings
+    from toolsearch.mode_values import MODE_KEYS
+
+    assert set(MODE_KEYS) == {f.name for f in fields(ModeSettings)} - {"sources"}

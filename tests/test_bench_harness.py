@@ -630,13 +630,17 @@ def test_cli_bench_checks_outputs_before_running(
 def test_cli_bench_says_where_public_sets_are_looked_for(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import toolsearch.datasets
+
     monkeypatch.delenv("TOOLSEARCH_SHARED_DATASETS", raising=False)
+    monkeypatch.setattr(toolsearch.datasets, "CHECKOUT_ROOT", None)
     monkeypatch.chdir(tmp_path)
     assert main(["bench", "--dataset", "metatool", "--backend", "keyword", "--quiet"]) == 2
     err = capsys.readouterr().err
     assert "dataset 'metatool' not found" in err
     assert "$TOOLSEARCH_SHARED_DATASETS (not set)" in err
-    assert str(tmp_path.parent / "shared" / "datasets") in err and "neither exists" in err
+    assert f"{tmp_path.parent / 'shared' / 'datasets'} (missing)" in err
+    assert "how to obtain them: docs/benchmark.md" in err
 
 
 def test_cli_bench_split_is_recorded(fixture_dir: Path, tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from toolsearch.agent.mode import ModeSettings
 from toolsearch.bench._ranx import import_ranx
-from toolsearch.config import load_settings, resolve_backend
+from toolsearch.config import check_settings, load_settings, resolve_backend
 from toolsearch.errors import BackendError, ConfigError, MissingExtraError
 from toolsearch.registry import backend_options, load_backend
 
@@ -91,3 +91,51 @@ def test_mcp_config_errors_use_the_located_error_base() -> None:
     assert isinstance(error, LocatedError) and isinstance(error, ConfigError)
     assert str(error) == "mcp.json, server 'notes', field 'args': must be a list"
     assert (error.path, error.server, error.field) == ("mcp.json", "notes", "args")
+
+
+def _pyproject(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "pyproject.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_a_misspelt_hybrid_member_is_called_a_member(tmp_path: Path) -> None:
+    from toolsearch.errors import UnknownBackendError
+
+    for file, text in [
+        ("toolsearch.toml", 'backend = "hybrid"\n[backends.hybrid]\n'),
+        (
+            "pyproject.toml",
+            '[tool.toolsearch]\nbackend = "hybrid"\n[tool.toolsearch.backends.hybrid]\n',
+        ),
+    ]:
+        folder = tmp_path / file.split(".")[0]
+        folder.mkdir()
+        (folder / file).write_text(text + "members = { bm25 = 1.0, embeding = 1.0 }\n")
+        with pytest.raises(UnknownBackendError) as info:
+            resolve_backend(settings=load_settings(folder, env={}))
+        message = str(info.value)
+        assert "unknown backend 'embeding'" in message
+        assert "backend set by" not in message
+        table = (
+            "[backends.hybrid]"
+            if file == "toolsearch.toml"
+            else "[tool.toolsearch.backends.hybrid]"
+        )
+        assert message.endswith(
+            f"(a member of the hybrid backend, listed in {folder / file} {table})"
+        )
+
+
+def test_a_pyproject_setting_is_named_by_its_own_table(tmp_path: Path) -> None:
+    path = _pyproject(tmp_path, "[tool.toolsearch.mode]\nfoo = 1\n")
+    with pytest.raises(ConfigError) as info:
+        check_settings(load_settings(tmp_path, env={}))
+    assert str(info.value).startswith(f"{path} [tool.toolsearch.mode]: unknown setting 'foo'")
+    path.write_text("[tool.toolsearch.backends.embeding]\nmodel = 'x'\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        check_settings(load_settings(tmp_path, env={}))
+    assert str(info.value).startswith(
+        f"{path} [tool.toolsearch.backends.embeding] names no registered backend"
+    )
+    assert "toolsearch.toml" not in str(info.value)

@@ -82,6 +82,10 @@ SKIPPED = {
         "serves until stopped; tests/test_mcp_gateway.py and tests/test_mcp_hub.py run the "
         "gateway and hub on this config"
     ),
+    "toolsearch serve --example-config > mcp.json": (
+        "serves until stopped; tests/test_gateway_example_config.py serves the printed config "
+        "from an empty folder"
+    ),
     "pip install 'toolsearch[postgres,postgres-server,embedding,mcp]'": (
         "starts PostgreSQL and serves until stopped; tests/test_postgres.py runs the backend on "
         "a throwaway server"
@@ -150,12 +154,14 @@ def _shell(block: Block) -> None:
 
 
 def _console(block: Block) -> None:
-    """Each ``$`` command runs; JSON shown under a command equals the JSON it prints."""
+    """Each ``$`` command runs; JSON shown under a command is what it prints, as printed (the
+    same layout, not only the same data)."""
     for chunk in re.split(r"^\$ ", block.text, flags=re.M)[1:]:
         command, _, shown = chunk.partition("\n")
         out = _run(["bash", "-euo", "pipefail", "-c", command])
         if shown.strip().startswith("{"):
             assert json.loads(out) == json.loads(shown), command
+            assert out.strip() == shown.strip(), f"{command}: the page shows another layout"
 
 
 def _python(block: Block) -> str:

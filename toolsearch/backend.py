@@ -13,6 +13,9 @@ inheriting from anything here. Optional capabilities are plain class attributes:
 ``extra``        the ``toolsearch[...]`` extra that installs its dependencies
 ``requires``     import names that must be importable for it to work
 ``server_env``   the environment variable that names the server it needs (``None``: none)
+``reference_syntax``  the query is parsed exactly as the reference parses it: a ``+`` followed
+                 only by digits is a required term (only ``keyword``; elsewhere it is an
+                 ordinary term, a phone number; :func:`toolsearch.query.parse_query`)
 
 Promises every backend keeps (checked by one contract test suite): hits are best first with
 score > 0; ties keep pool order (:func:`toolsearch.tool.pool_sort_key`); at most ``k`` hits and
@@ -82,6 +85,7 @@ class BaseBackend:
     incremental: ClassVar[bool] = False
     persistent: ClassVar[bool] = False
     isolated_writes: ClassVar[bool] = False
+    reference_syntax: ClassVar[bool] = False
     extra: ClassVar[str | None] = None
     requires: ClassVar[tuple[str, ...]] = ()
 

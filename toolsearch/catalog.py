@@ -21,6 +21,7 @@ from toolsearch.tool import (
     MCP_PREFIX,
     SURROGATE_HINT,
     Tool,
+    comes_from_mcp,
     json_depth,
     lone_surrogate,
     mcp_tool_name,
@@ -29,8 +30,11 @@ from toolsearch.tool import (
 __all__ = [
     "MAX_DEPTH",
     "MAX_INTEGER_DIGITS",
+    "catalogue_defers",
+    "catalogue_file",
     "decode_json",
     "load_catalog",
+    "load_nonempty_catalog",
     "parse_jsonl",
     "tool_from_dict",
     "tools_from_mcp_result",
@@ -144,6 +148,9 @@ def tool_from_dict(
     Accepts this project's fields (``input_schema``, ``search_hint``, ``always_load``...), MCP's
     (``inputSchema``, ``_meta`` hints) and OpenAI's function wrapper
     (``{"type": "function", "function": {...}}``); other fields are kept as metadata.
+
+    A catalogue lists the tools to search, so a plain (non-MCP) tool without ``always_load``
+    is deferred unless the record says ``"should_defer": false`` (:func:`catalogue_defers`).
     """
     where = _Where(path, line, item)
     if not isinstance(data, Mapping):
@@ -185,8 +192,8 @@ def tool_from_dict(
         always = meta.get("anthropic/alwaysLoad") is True
     if not isinstance(always, bool):
         raise where.error(f"must be true or false, got {always!r}", always_key)
-    should_defer = data.get("should_defer", False)
-    if not isinstance(should_defer, bool):
+    should_defer = data.get("should_defer")
+    if should_defer is not None and not isinstance(should_defer, bool):
         raise where.error(f"must be true or false, got {should_defer!r}", "should_defer")
     aliases = data.get("aliases", [])
     if not isinstance(aliases, list) or not all(isinstance(a, str) and a for a in aliases):
@@ -207,7 +214,7 @@ def tool_from_dict(
             input_schema=_json_copy(schema, where, schema_key),
             search_hint=hint,
             always_load=always,
-            should_defer=should_defer,
+            should_defer=catalogue_defers(should_defer, name, server, is_mcp, always),
             aliases=tuple(aliases),
             server=server,
             is_mcp=is_mcp,
@@ -219,6 +226,18 @@ def tool_from_dict(
             raise
         field_path, what = surrogate
         raise where.error(f"has {what}, {SURROGATE_HINT}", field_path.lstrip(".")) from None
+
+
+def catalogue_defers(
+    should_defer: bool | None, name: str, server: str | None, is_mcp: bool | None, always: bool
+) -> bool:
+    """A catalogue record's ``should_defer``: as given, else true for a plain tool that is not
+    ``always_load``. With :func:`toolsearch.tool.is_deferred` (the reference rule, unchanged)
+    every tool of a catalogue is then deferred unless the record says otherwise, in the
+    library, the CLI and the benchmark alike (docs/getting-started.md, "Catalogues")."""
+    if should_defer is not None:
+        return should_defer
+    return not (always or comes_from_mcp(name, server, is_mcp))
 
 
 def _json_copy(value: Any, where: _Where, field: str | None) -> Any:
@@ -322,6 +341,31 @@ def _named_in_full(items: Any, path: str) -> bool:
     return False
 
 
+def catalogue_file(path: str | Path) -> Path:
+    """The file a catalogue argument reads: the path, a dataset folder's ``tools.jsonl``, or the
+    catalogue of a dataset named so (:func:`toolsearch.datasets.named_path`)."""
+    from toolsearch.datasets import named_path
+
+    found = Path(named_path(path))
+    if found.is_dir():
+        if not (found / "tools.jsonl").is_file():
+            raise CatalogError("dataset folder has no tools.jsonl", path=found)
+        return found / "tools.jsonl"
+    return found
+
+
+def load_nonempty_catalog(path: str | Path) -> list[Tool]:
+    """:func:`load_catalog`, where a catalogue without a tool (an empty file, ``[]``) is a
+    :class:`CatalogError` naming the file: what a command searches must have tools."""
+    tools = load_catalog(path)
+    if not tools:
+        raise CatalogError(
+            "the catalogue has no tools (an empty file?); a catalogue lists at least one tool",
+            path=catalogue_file(path),
+        )
+    return tools
+
+
 def load_catalog(path: str | Path, *, server: str | None = None) -> list[Tool]:
     """Load every tool from ``path``.
 
@@ -331,13 +375,7 @@ def load_catalog(path: str | Path, *, server: str | None = None) -> list[Tool]:
     that is no existing path but a dataset's (``"starter"``, ``"mcp-workbench"``) loads that
     dataset's catalogue.
     """
-    from toolsearch.datasets import named_path
-
-    path = Path(named_path(path))
-    if path.is_dir():
-        path = path / "tools.jsonl"
-        if not path.is_file():
-            raise CatalogError("dataset folder has no tools.jsonl", path=path.parent)
+    path = catalogue_file(path)
     if path.suffix == ".jsonl":
         tools: list[Tool] = []
         lines: list[int | None] = []

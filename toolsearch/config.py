@@ -51,6 +51,7 @@ from typing import Any
 
 from toolsearch.backend import SearchBackend
 from toolsearch.errors import ConfigError
+from toolsearch.mode_values import ENABLE_VALUES, check_mode_section, is_enable_value
 
 __all__ = [
     "DEFAULT_BACKEND_PREFERENCE",
@@ -62,6 +63,7 @@ __all__ = [
     "is_enable_value",
     "load_settings",
     "resolve_backend",
+    "table_in",
 ]
 
 #: Backends in the order benchmarks ranked them; the first installed one is the default.
@@ -71,8 +73,6 @@ DEFAULT_BACKEND_PREFERENCE: tuple[str, ...] = ("hybrid", "embedding", "fts5", "b
 
 ENV_BACKEND = "TOOLSEARCH_BACKEND"
 ENV_BACKEND_OPTIONS = "TOOLSEARCH_BACKEND_OPTIONS"
-#: The ``ENABLE_TOOL_SEARCH`` values a config file and ``--mode`` accept (case ignored).
-ENABLE_VALUES = ("true", "1", "yes", "on", "false", "0", "no", "off", "auto", "auto:N")
 #: The top-level tables a config file may have besides ``[backends.<name>]``.
 TABLES: tuple[str, ...] = ("mode",)
 
@@ -99,10 +99,18 @@ class Settings:
         return self.sections.get(name, {})
 
     def section_source(self, name: str) -> str:
-        """Where the ``[name]`` table was read, for error messages (``"[name]"`` when it
-        came from nowhere else)."""
+        """Where the ``[name]`` table was read, for error messages, each file with the table
+        as that file spells it (``[mode]``, ``[tool.toolsearch.mode]``); ``"[name]"`` when it
+        came from nowhere else."""
         found = self.section_sources.get(name)
-        return " < ".join(found) + f" [{name}]" if found else f"[{name}]"
+        return " < ".join(table_in(s, name) for s in found) if found else f"[{name}]"
+
+    def options_source(self, backend: str) -> str:
+        """Where ``backend``'s options were read (each file with its table, as
+        :meth:`section_source`), for error messages; empty when nowhere."""
+        return ", ".join(
+            table_in(s, f"backends.{backend}") for s in self.option_sources.get(backend, ())
+        )
 
     def options_for(self, backend: str) -> dict[str, Any]:
         """Constructor options configured for ``backend``."""
@@ -175,6 +183,21 @@ def _hybrid_members(members: Any) -> list[str]:
     if isinstance(members, str):
         return []
     return [m for m in members if isinstance(m, str)]
+
+
+#: How a ``pyproject.toml`` layer is named in :attr:`Settings.sources`.
+PYPROJECT_TABLE = "[tool.toolsearch]"
+
+
+def table_in(source: str, table: str) -> str:
+    """The table ``table`` (``"mode"``, ``"backends.bm25"``) as the layer ``source`` spells
+    it: ``pyproject.toml [tool.toolsearch.mode]``, ``toolsearch.toml [mode]``; an environment
+    variable or a command-line flag as it is."""
+    if source.endswith(f" {PYPROJECT_TABLE}"):
+        return f"{source.removesuffix(PYPROJECT_TABLE)}[tool.toolsearch.{table}]"
+    if source.startswith(("$", "-")):
+        return source
+    return f"{source} [{table}]"
 
 
 def _find_upwards(start: Path, filename: str) -> Path | None:
@@ -251,7 +274,7 @@ def load_settings(cwd: str | Path | None = None, env: Mapping[str, str] | None =
         if table is not None:
             if not isinstance(table, Mapping):
                 raise ConfigError(f"{pyproject}: [tool.toolsearch] must be a table")
-            layers.append((f"{pyproject} [tool.toolsearch]", table))
+            layers.append((f"{pyproject} {PYPROJECT_TABLE}", table))
     own = _find_upwards(start, "toolsearch.toml")
     if own is not None:
         layers.append((str(own), _read_toml(own)))
@@ -315,38 +338,12 @@ def check_settings(settings: Settings) -> None:
     known = available_backends()
     for name in settings.backend_options:
         if name not in known:
-            where = ", ".join(settings.option_sources.get(name, ())) or "options"
+            where = settings.options_source(name) or f"[backends.{name}]"
             raise ConfigError(
-                f"{where}: [backends.{name}] names no registered backend; "
-                f"registered: {', '.join(known)}"
+                f"{where} names no registered backend; registered: {', '.join(known)}"
             )
     if settings.section("mode"):
-        _check_mode(settings)
-
-
-def _check_mode(settings: Settings) -> None:
-    """``[mode]`` as :class:`~toolsearch.agent.mode.ModeSettings` reads it, and a recognised
-    ``enable_tool_search``."""
-    from toolsearch.agent.mode import ModeSettings
-
-    ModeSettings.load(settings=settings, env={})
-    value = settings.section("mode").get("enable_tool_search")
-    if isinstance(value, str) and not is_enable_value(value):
-        raise ConfigError(
-            f"{settings.section_source('mode')}: 'enable_tool_search' = {value!r} is not a "
-            f"recognised value; valid: {', '.join(ENABLE_VALUES)} (N a whole percent 0-100)"
-        )
-
-
-def is_enable_value(text: str) -> bool:
-    """Whether ``text`` is an ``ENABLE_TOOL_SEARCH`` value typed on purpose (case ignored):
-    the rule for config files and ``--mode``. The environment variable keeps the reference
-    rule that an unrecognised value means on."""
-    lowered = text.strip().lower()
-    number = lowered.removeprefix("auto:")
-    return lowered in ENABLE_VALUES[:-1] or (
-        lowered.startswith("auto:") and number.isdigit() and int(number) <= 100
-    )
+        check_mode_section(settings.section("mode"), settings.section_source("mode"))
 
 
 def default_backend_name() -> str:
@@ -380,14 +377,31 @@ def resolve_backend(
     try:
         return load_backend(chosen, **merged)
     except UnknownBackendError as exc:
-        if name or settings.backend_source is None:
-            raise
         # say where the bad name came from: the message is all a CLI user sees
-        exc.args = (f"{exc} (backend set by {settings.backend_source})",)
+        exc.args = (f"{exc}{_named_by(exc.name, chosen, name, settings, options)}",)
         raise
     except BackendError as exc:
-        configured = settings.option_sources.get(chosen)
+        configured = settings.options_source(chosen)
         if not configured or isinstance(exc, MissingExtraError):
             raise
-        exc.args = (f"{exc} (options from {', '.join(configured)})",)
+        exc.args = (f"{exc} (options from {configured})",)
         raise
+
+
+def _named_by(
+    unknown: str,
+    chosen: str,
+    name: str | None,
+    settings: Settings,
+    options: Mapping[str, Any] | None,
+) -> str:
+    """Where an unknown backend name came from, as a suffix for its error: the backend chosen
+    by a file or the environment, or a member of the chosen hybrid, and who listed it."""
+    if unknown != chosen:  # a member of the chosen backend (a hybrid), not the backend
+        if options and "members" in options:
+            return f" (a member of the {chosen} backend, given in code)"
+        listed = settings.options_source(chosen)
+        return f" (a member of the {chosen} backend, listed in {listed or 'its defaults'})"
+    if name or settings.backend_source is None:
+        return ""
+    return f" (backend set by {settings.backend_source})"

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from toolsearch.catalog import load_catalog, parse_jsonl
+from toolsearch.catalog import load_nonempty_catalog, parse_jsonl
 from toolsearch.errors import CatalogError
 from toolsearch.tool import Tool
 
@@ -396,14 +396,14 @@ def _optional_file(folder: Path, name: str) -> Path:
 
 def load_dataset(path: str | Path, *, name: str | None = None) -> Dataset:
     """Load and cross-check a dataset folder, or a dataset named as ``load_catalog`` names one.
-    A catalogue-only folder (no queries) loads with no queries; qrels without queries is an
-    error."""
+    A catalogue-only folder (no queries) loads with no queries; qrels without queries, and a
+    ``tools.jsonl`` without a tool, are errors."""
     from toolsearch.datasets import named_path
 
     folder = Path(named_path(path))
     if not folder.is_dir():
         raise CatalogError("not a dataset folder (expected a directory)", path=folder)
-    tools = load_catalog(folder)
+    tools = load_nonempty_catalog(folder)
     queries_path = _optional_file(folder, "queries.jsonl")
     qrels_path = _optional_file(folder, "qrels.tsv")
     queries = _load_queries(queries_path) if queries_path.is_file() else []

@@ -12,6 +12,7 @@ Dispatch order (docs/reference-behaviour.md §2), identical for every backend:
 from __future__ import annotations
 
 import functools
+import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,8 +35,13 @@ __all__ = [
     "Match",
     "SearchResult",
     "ToolSearch",
+    "no_deferred_notice",
     "tool_search_tool",
 ]
+
+#: Where the engine warns of a search that cannot find anything (a pool without deferred
+#: tools); unconfigured logging prints it on stderr, the ``toolsearch`` command as one line.
+log = logging.getLogger(__name__)
 
 DEFAULT_MAX_RESULTS = 5
 DEFAULT_MAX_RESULTS_CAP = 100
@@ -101,6 +107,8 @@ class SearchResult:
     pending_mcp_servers: tuple[str, ...] = field(default=())
     #: Names a ``select:`` query asked for that no tool in the pool has (dropped from matches).
     not_found: tuple[str, ...] = field(default=())
+    #: Tools in the pool, deferred or not (0 when unknown).
+    total_tools: int = 0
 
     @property
     def names(self) -> list[str]:
@@ -118,6 +126,15 @@ class SearchResult:
                 "Their tools will become available shortly — try searching again."
             )
         return NO_MATCH_TEXT
+
+    def notice(self) -> str:
+        """Why nothing could be found, for people reading a result: the pool has tools but
+        none is deferred (empty otherwise, and whenever something matched)."""
+        if self.matches or self.total_deferred_tools or not self.total_tools:
+            return ""
+        if self.pending_mcp_servers:
+            return ""
+        return no_deferred_notice(self.total_tools)
 
     def not_found_text(self) -> str:
         """Which ``select:`` names matched no tool, for people reading a result; empty when
@@ -145,6 +162,16 @@ class SearchResult:
         if self.not_found:
             data["not_found"] = list(self.not_found)
         return data
+
+
+def no_deferred_notice(total_tools: int) -> str:
+    """The notice for a pool of ``total_tools`` tools none of which is deferred."""
+    return (
+        f"none of the pool's {total_tools} tools is deferred, so only select: and exact names "
+        "can find them; a tool is deferred when it is an MCP tool or says should_defer "
+        "(a catalogue file defers its plain tools unless a record says always_load: true or "
+        "should_defer: false)"
+    )
 
 
 class ToolSearch:
@@ -175,6 +202,8 @@ class ToolSearch:
         elif backend_options:
             raise QueryError("backend_options apply only when the backend is given by name")
         self.backend: SearchBackend = backend
+        #: ``+`` and digits is required only under the reference rules (toolsearch.query).
+        self._reference_syntax = bool(getattr(backend, "reference_syntax", False))
         self.max_results_cap = max_results_cap
         self.pending_servers: tuple[str, ...] = tuple(pending_servers)
         self._index = PoolIndex()
@@ -184,6 +213,8 @@ class ToolSearch:
         self._lock = ReaderWriterLock()
         self._writer = threading.Lock()
         self._resync = False
+        #: A search over a pool without deferred tools warns once per engine.
+        self._warned = False
         self.set_tools(tools)
 
     @property
@@ -282,13 +313,18 @@ class ToolSearch:
             )
         selected = parse_select(query) or []
         with self._lock.read_lock():
-            return SearchResult(
+            result = SearchResult(
                 query=query,
                 matches=tuple(self._dispatch(query, max_results)),
                 total_deferred_tools=len(self._index.deferred),
                 pending_mcp_servers=self.pending_servers,
                 not_found=tuple(dict.fromkeys(n for n in selected if self._selectable(n) is None)),
+                total_tools=len(self._index.pool),
             )
+        if result.notice() and not self._warned:
+            self._warned = True
+            log.warning("%s", result.notice())
+        return result
 
     def search_many(
         self, queries: Sequence[str], max_results: int = DEFAULT_MAX_RESULTS
@@ -307,6 +343,7 @@ class ToolSearch:
             total_deferred_tools=len(self._index.deferred),
             pending_mcp_servers=self.pending_servers,
             not_found=tuple(dict.fromkeys(n for r in results for n in r.not_found)),
+            total_tools=len(self._index.pool),
         )
 
     def _dispatch(self, query: str, max_results: int) -> list[Match]:
@@ -337,7 +374,7 @@ class ToolSearch:
         return self._index.by_name.get(name) or self._index.first_alias(name)
 
     def _ranked(self, query: str, max_results: int) -> list[Match]:
-        parsed = parse_query(query)
+        parsed = parse_query(query, digits_required=self._reference_syntax)
         deferred = self._index.deferred
         if parsed.is_empty or not deferred:
             return []

@@ -9,6 +9,11 @@ read (:func:`cut_query`), before any other work, by every path that takes one �
 dispatch, every backend through :func:`parse_query`, the gateway and the agent loop through the
 engine — so a 4 MiB request costs one slice, whatever backend answers it (docs/security.md,
 "Query size").
+
+A ``+`` followed only by digits (``+447700900123``, a phone number in a request) is required
+only under the reference rules (backend ``keyword``); every other backend reads it as an
+ordinary term, as typed (docs/reference-behaviour.md §2, step 4). The engine picks the rule
+from the backend's ``reference_syntax`` capability.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ __all__ = [
     "SELECT_PREFIX",
     "ParsedQuery",
     "cut_query",
+    "is_number",
     "parse_query",
     "parse_select",
 ]
@@ -76,19 +82,28 @@ class ParsedQuery:
         return not self.terms
 
 
-def parse_query(raw: str) -> ParsedQuery:
+def parse_query(raw: str, *, digits_required: bool = True) -> ParsedQuery:
     """Split ``raw`` (its first :data:`MAX_QUERY_CHARS`) into lower-cased terms and separate
-    ``+required`` ones."""
+    ``+required`` ones.
+
+    ``digits_required=False`` keeps a ``+`` followed only by digits (a phone number) as an
+    optional term instead; the default is the reference rule, where it is required.
+    """
     raw = cut_query(raw)
     terms = tuple(raw.lower().split())
     required: list[str] = []
     optional: list[str] = []
     for term in terms:
-        if term.startswith("+") and len(term) > 1:
+        if term.startswith("+") and len(term) > 1 and (digits_required or not is_number(term)):
             required.append(term[1:])
         else:
             optional.append(term)
     return ParsedQuery(raw=raw, terms=terms, required=tuple(required), optional=tuple(optional))
+
+
+def is_number(term: str) -> bool:
+    """Whether ``term`` is a ``+`` and digits only (``+447700900123``, ``+1``)."""
+    return term[:1] == "+" and term[1:].isdecimal()
 
 
 def parse_select(raw: str) -> list[str] | None:

@@ -19,6 +19,7 @@ __all__ = [
     "SURROGATE_HINT",
     "TOOL_SEARCH_NAME",
     "Tool",
+    "comes_from_mcp",
     "is_deferred",
     "json_depth",
     "lone_surrogate",
@@ -160,6 +161,14 @@ def server_of_name(name: str) -> str | None:
     return server or None
 
 
+def comes_from_mcp(name: str, server: str | None, is_mcp: bool | None = None) -> bool:
+    """Whether a tool is an MCP tool: ``is_mcp`` when given, else an ``mcp__`` name or a
+    server."""
+    if is_mcp is not None:
+        return is_mcp
+    return name.startswith(MCP_PREFIX) or server is not None
+
+
 @dataclass(frozen=True, slots=True)
 class Tool:
     """One callable tool.
@@ -205,9 +214,7 @@ class Tool:
         server = self.server if self.server is not None else server_of_name(self.name)
         object.__setattr__(self, "server", server)
         if self.is_mcp is None:
-            object.__setattr__(
-                self, "is_mcp", self.name.startswith(MCP_PREFIX) or self.server is not None
-            )
+            object.__setattr__(self, "is_mcp", comes_from_mcp(self.name, self.server))
 
     def _refuse_surrogates(self) -> None:
         """A lone surrogate anywhere is a ``ValueError``: hashing, indexing or printing the tool
@@ -261,7 +268,10 @@ class Tool:
         }
 
     def to_dict(self) -> dict[str, Any]:
-        """Every field as JSON-ready data, the inverse of ``Tool.from_dict``."""
+        """Every field as JSON-ready data, the inverse of :func:`toolsearch.catalog.tool_from_dict`.
+
+        A plain tool that is not deferred says ``should_defer: false``, as a catalogue record
+        of a plain tool without the field is deferred (docs/getting-started.md)."""
         data: dict[str, Any] = dict(_plain(self.metadata))
         data.update(self.definition())
         if self.search_hint is not None:
@@ -270,6 +280,8 @@ class Tool:
             data["always_load"] = True
         if self.should_defer:
             data["should_defer"] = True
+        elif not (self.mcp or self.always_load):
+            data["should_defer"] = False
         if self.aliases:
             data["aliases"] = list(self.aliases)
         if self.server is not None:

@@ -39,6 +39,7 @@ from typing import Any, Literal
 
 from toolsearch.config import Settings, load_settings
 from toolsearch.errors import ConfigError
+from toolsearch.mode_values import FALSE_WORDS, TRUE_WORDS, int_value, mode_value
 from toolsearch.tokens import CharEstimate, TokenCounter, TokenizerCounter, tool_tokens
 from toolsearch.tool import TOOL_SEARCH_NAME, Tool, is_deferred
 
@@ -78,8 +79,6 @@ DEFAULT_CONTEXT_WINDOW = 200_000
 #: Tokens a tool list costs on top of its definitions (the tool-use system prompt).
 TOKEN_OVERHEAD = 500
 
-_TRUE = frozenset({"true", "1", "yes", "on"})
-_FALSE = frozenset({"false", "0", "no", "off"})
 _LEADING_INT = re.compile(r"\s*([+-]?\d+)")
 
 State = Literal["on", "off", "auto"]
@@ -111,9 +110,9 @@ def parse_enable_tool_search(value: str | None) -> EnableSetting:
     text = (value or "").strip().lower()
     if not text:
         return EnableSetting("on", raw=raw)
-    if text in _TRUE:
+    if text in TRUE_WORDS:
         return EnableSetting("on", raw=raw, explicit=True)
-    if text in _FALSE:
+    if text in FALSE_WORDS:
         return EnableSetting("off", raw=raw)
     if text == "auto":
         return EnableSetting("auto", DEFAULT_AUTO_PERCENT, raw=raw, explicit=True)
@@ -130,39 +129,7 @@ def parse_enable_tool_search(value: str | None) -> EnableSetting:
 
 
 def _truthy(value: str) -> bool:
-    return value.strip().lower() in _TRUE
-
-
-def _bool_setting(value: Any, source: str, key: str) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        text = value.strip().lower()
-        if text in _TRUE:
-            return True
-        if text in _FALSE:
-            return False
-    raise ConfigError(f"{source}: '{key}' must be true or false, got {value!r}")
-
-
-def _int_setting(value: Any, source: str, key: str, minimum: int) -> int:
-    if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
-        value = int(value.strip())
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(f"{source}: '{key}' must be an integer, got {value!r}")
-    if value < minimum:
-        raise ConfigError(f"{source}: '{key}' must be at least {minimum}, got {value}")
-    return value
-
-
-def _patterns(value: Any, source: str, key: str) -> tuple[str, ...]:
-    if isinstance(value, str):
-        items = value.split(",")
-    elif isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
-        items = list(value)
-    else:
-        raise ConfigError(f"{source}: '{key}' must be a list of strings, got {value!r}")
-    return tuple(item.strip() for item in items if item.strip())
+    return value.strip().lower() in TRUE_WORDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,8 +153,8 @@ class ModeSettings:
     sources: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
-        window = _int_setting(self.context_window, "ModeSettings", "context_window", 1)
-        overhead = _int_setting(self.token_overhead, "ModeSettings", "token_overhead", 0)
+        window = int_value(self.context_window, "ModeSettings", "context_window", 1)
+        overhead = int_value(self.token_overhead, "ModeSettings", "token_overhead", 0)
         object.__setattr__(self, "context_window", window)
         object.__setattr__(self, "token_overhead", overhead)
         if self.enable_tool_search is not None and not isinstance(self.enable_tool_search, str):
@@ -264,27 +231,8 @@ class ModeSettings:
     ) -> ModeSettings:
         out = cls(sources=sources)
         for key, value in values.items():
-            out = replace(out, **{key: _setting(key, value, origin.get(key, "defaults"))})
+            out = replace(out, **{key: mode_value(key, value, origin.get(key, "defaults"))})
         return out
-
-
-def _setting(key: str, value: Any, where: str) -> Any:
-    """One mode setting checked and converted; errors name ``where`` it was set."""
-    if key == "enable_tool_search":
-        if value is not None and not isinstance(value, str | bool | int):
-            raise ConfigError(f"{where}: 'enable_tool_search' must be a string")
-        if isinstance(value, bool):
-            return "true" if value else "false"
-        return None if value is None else str(value)
-    if key in ("kill_switch", "tool_references"):
-        return _bool_setting(value, where, key)
-    if key in ("context_window", "token_overhead"):
-        return _int_setting(value, where, key, 1 if key == "context_window" else 0)
-    if key == "unsupported_models":
-        return _patterns(value, where, key)
-    if value is not None and not isinstance(value, str):  # tokenizer
-        raise ConfigError(f"{where}: 'tokenizer' must be a file path")
-    return value or None
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,7 +33,6 @@ import gc
 import hashlib
 import importlib
 import inspect
-import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -249,7 +248,12 @@ class BenchResult:
 def resolve_dataset(spec: str | Path) -> Path:
     """A dataset folder from a path, a bundled dataset's name or a public set's name (looked
     up in :func:`toolsearch.datasets.shared_datasets_dir`)."""
-    from toolsearch.datasets import bundled_datasets, find_dataset, shared_datasets_dir
+    from toolsearch.datasets import (
+        bundled_datasets,
+        find_dataset,
+        shared_datasets_dir,
+        where_shared_datasets_are,
+    )
 
     path = Path(spec).expanduser()
     if path.is_dir():
@@ -265,26 +269,7 @@ def resolve_dataset(spec: str | Path) -> Path:
     listing = ", ".join(names) or "none"
     raise BenchError(
         f"dataset {text!r} not found: not a folder, and not a known name ({listing}); "
-        f"{_where_public_sets_are()}"
-    )
-
-
-def _where_public_sets_are() -> str:
-    """Where public sets (metatool, bfcl, ...) are looked for, and what was found there."""
-    from toolsearch.datasets import shared_datasets_dir
-
-    configured = os.environ.get("TOOLSEARCH_SHARED_DATASETS")
-    default = Path.cwd().parent / "shared" / "datasets"
-    shared = shared_datasets_dir()
-    env = (
-        f"$TOOLSEARCH_SHARED_DATASETS={configured}"
-        if configured
-        else ("$TOOLSEARCH_SHARED_DATASETS (not set)")
-    )
-    found = f"using {shared}" if shared is not None else "neither exists"
-    return (
-        f"public sets are looked for in {env}, then in {default} (../shared/datasets from "
-        f"the working directory): {found}"
+        f"{where_shared_datasets_are()}"
     )
 
 
@@ -310,7 +295,9 @@ def sample_queries(queries: Sequence[Query], limit: int | None) -> list[Query]:
 
 
 def deferred_catalog(tools: Sequence[Tool]) -> list[Tool]:
-    """The catalogue with every tool deferred, as the benchmark treats it."""
+    """The catalogue with every tool deferred, as the benchmark treats it: a plain record is
+    deferred already (:func:`toolsearch.catalog.catalogue_defers`), and the qrels may name an
+    ``always_load`` or ``should_defer: false`` tool too, which must be searchable to be found."""
     return [
         tool if is_deferred(tool) else replace(tool, always_load=False, should_defer=True)
         for tool in tools

@@ -5,7 +5,8 @@ Each subcommand lives in its own module with ``register(subparsers)``; the modul
 command that needs it. The configuration is checked once, the same way, before any command
 runs (:func:`toolsearch.config.check_settings`). One-time slow work the library announces (an
 embedding model's ONNX export, encoding a catalogue: the ``toolsearch.notice`` logger) is
-printed on stderr as it starts. Library errors become one-line messages and exit status 2;
+printed on stderr as it starts, and so is the engine's warning of a search over a pool
+without deferred tools. Library errors become one-line messages and exit status 2;
 Ctrl-C becomes one line and exit status 130 (128 + SIGINT), as shells expect.
 """
 
@@ -79,29 +80,36 @@ class _StderrNotices(logging.Handler):
         print(f"toolsearch: {record.getMessage()}", file=sys.stderr, flush=True)
 
 
+#: Loggers whose records the command prints as ``toolsearch: ...`` lines, and from which level:
+#: notices of one-time slow work, and the engine's warning of a search that cannot find anything.
+SHOWN_LOGGERS = {NOTICE_LOGGER: logging.INFO, "toolsearch.engine": logging.WARNING}
+
+
 @contextmanager
 def show_notices() -> Iterator[None]:
-    """Print the library's notices of one-time slow work on stderr while a command runs.
+    """Print the library's notices and warnings (:data:`SHOWN_LOGGERS`) on stderr while a
+    command runs.
 
-    The notice logger is put back as it was afterwards: ``main()`` called in a process that
-    logs on its own (an application, a test run) leaves neither a handler nor a changed
-    propagation behind, so its notices are not printed twice nor hidden from its own handlers.
+    Each logger is put back as it was afterwards: ``main()`` called in a process that logs on
+    its own (an application, a test run) leaves neither a handler nor a changed propagation
+    behind, so its records are not printed twice nor hidden from its own handlers.
     """
-    logger = logging.getLogger(NOTICE_LOGGER)
-    if any(isinstance(h, _StderrNotices) for h in logger.handlers):
+    loggers = [logging.getLogger(name) for name in SHOWN_LOGGERS]
+    if any(isinstance(h, _StderrNotices) for h in loggers[0].handlers):
         yield  # already shown by an enclosing call
         return
-    level, propagate = logger.level, logger.propagate
-    handler = _StderrNotices()
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    logger.propagate = False
+    saved = [(logger, logger.level, logger.propagate, _StderrNotices()) for logger in loggers]
+    for logger, _, _, handler in saved:
+        logger.addHandler(handler)
+        logger.setLevel(SHOWN_LOGGERS[logger.name])
+        logger.propagate = False
     try:
         yield
     finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
-        logger.propagate = propagate
+        for logger, level, propagate, handler in saved:
+            logger.removeHandler(handler)
+            logger.setLevel(level)
+            logger.propagate = propagate
 
 
 def _run(argv: Sequence[str] | None) -> int:

@@ -88,7 +88,8 @@ def add_defer_all_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--defer-all",
         action="store_true",
-        help="treat every catalogue tool as deferred unless it is marked always_load",
+        help="also defer the catalogue's tools marked should_defer: false (always_load tools "
+        "stay loaded)",
     )
 
 
@@ -135,7 +136,8 @@ def build_settings(args: argparse.Namespace) -> Any:
 
 
 def catalogue_as_deferred(tools: list[Tool]) -> list[Tool]:
-    """Every tool counts as deferred unless the catalogue says otherwise (``always_load``)."""
+    """Every tool counts as deferred unless it is ``always_load``, even one whose record says
+    ``should_defer: false`` (``--defer-all``)."""
     return [
         t if t.always_load or t.mcp or t.should_defer else replace(t, should_defer=True)
         for t in tools

@@ -276,7 +276,15 @@ def _check_outputs(args: argparse.Namespace) -> None:
         _writable_folder(Path(args.report), "--report")
 
 
+#: What every run imports for its metrics; ``--report`` adds matplotlib for the plots.
+BENCH_MODULES = ("ranx", "numpy")
+
+
 def _check_args(args: argparse.Namespace) -> None:
+    from toolsearch.extras import require_extra
+
+    plots = ("matplotlib",) if args.report else ()
+    require_extra("toolsearch bench", "bench", (*BENCH_MODULES, *plots))
     if args.max_drop is not None and not args.baseline:
         raise BenchError("--max-drop needs --baseline FILE")
     if args.style_max_drop is not None and not args.baseline:

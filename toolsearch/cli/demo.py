@@ -215,10 +215,10 @@ def run_demo(args: argparse.Namespace) -> dict[str, Any]:
     from toolsearch.agent.clients import ScriptedClient
     from toolsearch.agent.loop import AgentLoop, echo_runner
     from toolsearch.agent.messages import user_message
-    from toolsearch.catalog import load_catalog
+    from toolsearch.catalog import load_nonempty_catalog
 
     catalog = Path(args.catalog) if args.catalog else default_catalog()
-    tools = load_catalog(catalog)
+    tools = load_nonempty_catalog(catalog)
     if args.defer_all:
         tools = catalogue_as_deferred(tools)
     settings = build_settings(args)

@@ -68,10 +68,10 @@ def run(args: argparse.Namespace) -> int:
     from toolsearch.agent.assemble import assemble_request
     from toolsearch.agent.messages import load_history
     from toolsearch.agent.providers import get_adapter
-    from toolsearch.catalog import load_catalog
+    from toolsearch.catalog import load_nonempty_catalog
     from toolsearch.errors import ConfigError
 
-    tools = load_catalog(args.catalog)
+    tools = load_nonempty_catalog(args.catalog)
     if args.defer_all:
         tools = catalogue_as_deferred(tools)
     if args.server_search and args.provider != "anthropic":

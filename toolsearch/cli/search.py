@@ -14,13 +14,12 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
-from toolsearch.catalog import load_catalog
+from toolsearch.catalog import load_nonempty_catalog
 from toolsearch.cli._output import console, print_json, shorten
 from toolsearch.cli._scope import (
     CATALOG_HELP,
     add_backend_argument,
     add_scope_arguments,
-    catalogue_as_deferred,
     scoped_tools,
 )
 from toolsearch.engine import DEFAULT_MAX_RESULTS, ToolSearch
@@ -33,8 +32,9 @@ def register(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "search",
         help="search a catalogue's deferred tools as the ToolSearch tool would",
-        description="Run one ToolSearch query. Every catalogue tool counts as deferred unless "
-        "the catalogue marks it always_load (or it is a non-MCP tool without should_defer).",
+        description="Run one ToolSearch query. Every catalogue tool is deferred (searchable) "
+        "unless its record says always_load: true or should_defer: false; MCP tools are always "
+        "deferred unless always_load. select: and exact names find any tool.",
     )
     parser.add_argument(
         "query",
@@ -79,7 +79,7 @@ def read_query(args: argparse.Namespace) -> str:
 
 def run(args: argparse.Namespace) -> int:
     query = read_query(args)
-    tools = scoped_tools(catalogue_as_deferred(load_catalog(args.catalog)), args)
+    tools = scoped_tools(load_nonempty_catalog(args.catalog), args)
     engine = ToolSearch(tools, backend=args.backend)
     result = engine.search(query, args.max_results)
     if args.json:

@@ -22,7 +22,13 @@ def register(subparsers: Any) -> None:
         "(ToolSearch query syntax, returns tools with their schemas) and call_tool (runs a "
         "tool on its server). Point any MCP host at this command instead of the servers.",
     )
-    parser.add_argument("--config", required=True, help="MCP config file (JSON)")
+    parser.add_argument("--config", help="MCP config file (JSON)")
+    parser.add_argument(
+        "--example-config",
+        action="store_true",
+        help="print an example config to start from and exit: three servers of the bundled "
+        "mcp-workbench catalogue, run by python -m toolsearch.mcp.catalog_server",
+    )
     add_backend_argument(parser)
     add_deny_argument(parser)
     parser.add_argument(
@@ -101,7 +107,25 @@ def _limit_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+#: What the gateway imports: the MCP SDK (its types live in ``mcp_types``) and anyio.
+GATEWAY_MODULES = ("mcp", "mcp_types", "anyio")
+
+
 def run(args: argparse.Namespace) -> int:
+    from toolsearch.extras import require_extra
+
+    if args.example_config:
+        from toolsearch.cli._output import print_json
+        from toolsearch.mcp.catalog_server import example_config
+
+        print_json(example_config())
+        return 0
+    if not args.config:
+        raise ConfigError(
+            "--config FILE is required (an MCP config); --example-config prints one to start "
+            "from: toolsearch serve --example-config > mcp.json"
+        )
+    require_extra("toolsearch serve", "mcp", GATEWAY_MODULES)
     import anyio
 
     from toolsearch.mcp.config import load_mcp_config

@@ -13,13 +13,10 @@ search itself and must receive every deferred tool) and ``render(parts) -> dict`
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
-from toolsearch.agent.messages import Message
+from toolsearch.agent.providers.base import ProviderAdapter, RequestParts, SentTool
 from toolsearch.errors import ConfigError
-from toolsearch.tool import Tool
 
 __all__ = [
     "PROVIDERS",
@@ -31,51 +28,6 @@ __all__ = [
 
 #: Names accepted by :func:`get_adapter` (and ``--provider``).
 PROVIDERS: tuple[str, ...] = ("anthropic", "openai", "plain")
-
-
-@dataclass(frozen=True, slots=True)
-class SentTool:
-    """A tool definition in the next request; ``defer_loading`` marks a deferred tool that is
-    sent but stays unloaded until a reference (or search output) loads it."""
-
-    tool: Tool
-    defer_loading: bool = False
-
-    @property
-    def name(self) -> str:
-        """The tool's name."""
-        return self.tool.name
-
-
-@dataclass(frozen=True, slots=True)
-class RequestParts:
-    """What an adapter renders: the tools to send, the cleaned neutral history, the system
-    prompt, whether search is on, and the agent's pool by name (to expand references)."""
-
-    tools: tuple[SentTool, ...]
-    messages: tuple[Message, ...]
-    search_enabled: bool
-    pool: Mapping[str, Tool] = field(default_factory=dict)
-    system: str | None = None
-
-
-@runtime_checkable
-class ProviderAdapter(Protocol):
-    """Turns :class:`RequestParts` into one provider's request payload."""
-
-    @property
-    def name(self) -> str:
-        """The provider's name, as reported in requests."""
-        ...
-
-    @property
-    def server_side(self) -> bool:
-        """True when the provider runs the search itself (every deferred tool is sent)."""
-        ...
-
-    def render(self, parts: RequestParts) -> dict[str, Any]:
-        """The provider payload: ``{"tools": [...], "messages" | "input": [...], ...}``."""
-        ...
 
 
 def get_adapter(provider: str | ProviderAdapter, **options: Any) -> ProviderAdapter:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from toolsearch.agent.messages import META_KEY, Message, blocks
-from toolsearch.agent.providers import RequestParts, SentTool
+from toolsearch.agent.providers.base import RequestParts, SentTool
 from toolsearch.errors import ConfigError, QueryError
 
 __all__ = [

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolsearch.agent.messages import HistoryError, Message, text_of
-from toolsearch.agent.providers import RequestParts
+from toolsearch.agent.providers.base import RequestParts
 from toolsearch.agent.state import referenced_names, search_call_ids
 from toolsearch.tool import TOOL_SEARCH_NAME, Tool
 
