@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +20,7 @@ __all__ = [
     "SURROGATE_HINT",
     "TOOL_SEARCH_NAME",
     "Tool",
+    "drop_format_characters",
     "is_deferred",
     "json_depth",
     "lone_surrogate",
@@ -142,9 +144,19 @@ def _empty_schema() -> Mapping[str, Any]:
     return {"type": "object", "properties": {}}
 
 
+def drop_format_characters(text: str) -> str:
+    """``text`` without Unicode format characters (category Cf: zero-width spaces and joiners,
+    bidi controls, soft hyphens), which render as nothing: a name holding one reads as the name
+    without it, so names are compared, and MCP names made, without them."""
+    if text.isascii():
+        return text
+    return "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+
+
 def normalize_name_part(text: str) -> str:
-    """Replace every character outside ``[A-Za-z0-9_-]`` with ``_``, as MCP clients do."""
-    return _INVALID_NAME_CHARS.sub("_", text)
+    """Drop format characters (:func:`drop_format_characters`), then replace every character
+    outside ``[A-Za-z0-9_-]`` with ``_``, as MCP clients do."""
+    return _INVALID_NAME_CHARS.sub("_", drop_format_characters(text))
 
 
 def mcp_tool_name(server: str, tool: str) -> str:
