@@ -646,9 +646,13 @@ class McpServerConnection:
             fd = log.fileno()
             size = os.fstat(fd).st_size
             start = max(0, size - _STDERR_TAIL_BYTES)
-            data = os.pread(fd, size - start, start)
+            # A secret cut by the window's start would show its tail: read enough before it
+            # to redact any value that reaches into the window, then cut.
+            margin = min(start, self.config.longest_secret_bytes)
+            data = os.pread(fd, size - start + margin, start - margin)
         except (OSError, ValueError, AttributeError):
             return ""
-        text = data.decode("utf-8", errors="replace")
+        text = self.config.redact(data.decode("utf-8", errors="replace"))
+        text = text[-_STDERR_TAIL_BYTES:]  # redacted already: a cut shows no value's tail
         lines = [line.strip() for line in text.splitlines() if line.strip()]
         return " | ".join(lines[-_STDERR_TAIL_LINES:])
