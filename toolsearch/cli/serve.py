@@ -73,6 +73,14 @@ def _http_arguments(parser: argparse.ArgumentParser) -> None:
         help="HTTP: another Host header value to accept (e.g. a DNS name); repeatable",
     )
     parser.add_argument(
+        "--max-connections",
+        type=int,
+        default=None,
+        metavar="N",
+        help="HTTP: most open connections, a quarter of them per client address (default: "
+        "half the process's file-descriptor limit, at most 1000)",
+    )
+    parser.add_argument(
         "--allow-origin",
         action="append",
         default=[],
@@ -105,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
 
     from toolsearch.mcp.config import load_mcp_config
     from toolsearch.mcp.gateway import serve
+    from toolsearch.mcp.http_connections import ConnectionLimits
     from toolsearch.mcp.http_security import load_token
     from toolsearch.permissions import parse_rules
 
@@ -117,8 +126,11 @@ def run(args: argparse.Namespace) -> int:
         options["token"] = load_token(file=args.token_file)
         options["allow_hosts"] = args.allow_host
         options["allow_origins"] = args.allow_origin
-    elif args.token_file or args.allow_host or args.allow_origin:
-        raise ConfigError("--token-file, --allow-host and --allow-origin need --transport http")
+        options["connections"] = ConnectionLimits(max_connections=args.max_connections)
+    elif args.token_file or args.allow_host or args.allow_origin or args.max_connections:
+        raise ConfigError(
+            "--token-file, --allow-host, --allow-origin and --max-connections need --transport http"
+        )
     for flag in ("max_tools", "max_message_bytes"):
         limit = getattr(args, flag)
         if limit is not None:

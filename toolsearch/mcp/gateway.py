@@ -23,6 +23,7 @@ request passes Host/Origin allow-lists and, off loopback, a bearer token (docs/s
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import itertools
 import json
@@ -39,6 +40,7 @@ from toolsearch.engine import DEFAULT_MAX_RESULTS, tool_search_tool
 from toolsearch.errors import BackendError, ConfigError, QueryError
 from toolsearch.mcp.client import ToolCallResult, require_sdk
 from toolsearch.mcp.config import McpConfig
+from toolsearch.mcp.http_connections import ConnectionLimits
 from toolsearch.mcp.hub import HubSearchResult, McpHub, ToolChange
 
 if TYPE_CHECKING:
@@ -376,17 +378,31 @@ class Gateway:
         token: str | None = None,
         allow_hosts: Iterable[str] = (),
         allow_origins: Iterable[str] = (),
+        connections: ConnectionLimits | None = None,
+        log: Callable[[str], None] | None = None,
     ) -> None:
         """Serve streamable HTTP on ``host:port`` (``port=0`` picks a free one) until SIGINT
         or SIGTERM; ``on_ready`` gets the endpoint URL once the socket listens.
 
         Every request passes :class:`~toolsearch.mcp.http_security.HttpSecurity` first:
         ``Host`` and ``Origin`` allow-lists and, when ``token`` is set, a bearer token — which
-        a non-loopback ``host`` requires (``ConfigError`` otherwise, before listening)."""
+        a non-loopback ``host`` requires (``ConfigError`` otherwise, before listening).
+        Before that, ``connections`` bounds open connections and how long a request may take
+        to arrive (:mod:`toolsearch.mcp.http_connections`); refusals are reported to ``log``
+        (default: this module's logger), one line per kind per interval."""
         import uvicorn
         from mcp.server.transport_security import TransportSecuritySettings
 
+        from toolsearch.mcp.http_connections import (
+            QuietUvicornWarnings,
+            RefusalLog,
+            guarded_protocol,
+            quiet_accept_errors,
+        )
         from toolsearch.mcp.http_security import HttpSecurity, SecurityMiddleware
+
+        connections = connections or ConnectionLimits()
+        refusals = RefusalLog(connections.log_interval, log)
 
         # Checked before binding so a refused address never listens; re-made for port 0.
         HttpSecurity.for_address(host, port or 1, token=token)
@@ -407,14 +423,24 @@ class Gateway:
             log_config=None,
             log_level="warning",
             lifespan="on",
+            http=guarded_protocol(connections, refusals),
+            timeout_keep_alive=connections.keep_alive,
             # open streams must not hold a stopping gateway for longer than this
             timeout_graceful_shutdown=int(SHUTDOWN_GRACE),
         )
         shown = f"[{host}]" if sock.family == socket.AF_INET6 else host
+        restore_handler = quiet_accept_errors(asyncio.get_running_loop(), refusals)
+        quiet = QuietUvicornWarnings(refusals)
+        uvicorn_log = logging.getLogger("uvicorn.error")
+        uvicorn_log.addFilter(quiet)
         if on_ready is not None:
             on_ready(f"http://{shown}:{bound}{path}")
-        with sock:
-            await _QuietServer(config).serve(sockets=[sock])
+        try:
+            with sock:
+                await _QuietServer(config).serve(sockets=[sock])
+        finally:
+            uvicorn_log.removeFilter(quiet)
+            restore_handler()
 
 
 def listening_socket(host: str, port: int) -> socket.socket:
@@ -508,6 +534,7 @@ async def serve(
     token: str | None = None,
     allow_hosts: Iterable[str] = (),
     allow_origins: Iterable[str] = (),
+    connections: ConnectionLimits | None = None,
     **hub_options: Any,
 ) -> None:
     """Run the gateway for ``config`` until its client goes away (stdio) or it is stopped
@@ -515,8 +542,9 @@ async def serve(
 
     ``log`` gets one line per event worth an operator's eye: a deny rule that matches nothing,
     a server connected (with its tool count), failed or disconnected (with its error), and
-    once every server has settled. ``token``, ``allow_hosts`` and ``allow_origins`` guard
-    the HTTP transport (see :meth:`Gateway.run_http`). A config without enabled servers is a
+    once every server has settled, and refused HTTP connections (one line per kind per
+    interval). ``token``, ``allow_hosts``, ``allow_origins`` and ``connections`` guard the
+    HTTP transport (see :meth:`Gateway.run_http`). A config without enabled servers is a
     :class:`ConfigError`: such a gateway would serve nothing."""
     _check_servable(config, transport, host, port, token)
     require_sdk()
@@ -546,6 +574,8 @@ async def serve(
                 token=token,
                 allow_hosts=allow_hosts,
                 allow_origins=allow_origins,
+                connections=connections,
+                log=log,
             )
 
 
