@@ -73,6 +73,12 @@ def _http_arguments(parser: argparse.ArgumentParser) -> None:
         help="HTTP: another Host header value to accept (e.g. a DNS name); repeatable",
     )
     parser.add_argument(
+        "--unix-socket",
+        metavar="FILE",
+        help="HTTP: listen on this Unix domain socket (mode 0600: only you can connect) "
+        "instead of --host/--port; the safe form on a machine with other users",
+    )
+    parser.add_argument(
         "--max-connections",
         type=int,
         default=None,
@@ -127,9 +133,17 @@ def run(args: argparse.Namespace) -> int:
         options["allow_hosts"] = args.allow_host
         options["allow_origins"] = args.allow_origin
         options["connections"] = ConnectionLimits(max_connections=args.max_connections)
-    elif args.token_file or args.allow_host or args.allow_origin or args.max_connections:
+        options["unix_socket"] = args.unix_socket
+    elif (
+        args.token_file
+        or args.allow_host
+        or args.allow_origin
+        or args.max_connections
+        or args.unix_socket
+    ):
         raise ConfigError(
-            "--token-file, --allow-host, --allow-origin and --max-connections need --transport http"
+            "--token-file, --allow-host, --allow-origin, --max-connections and --unix-socket "
+            "need --transport http"
         )
     for flag in ("max_tools", "max_message_bytes"):
         limit = getattr(args, flag)
