@@ -28,6 +28,7 @@ from toolsearch.tool import (
     drop_format_characters,
     normalize_name_part,
     server_of_name,
+    shorten_tool_name,
 )
 
 __all__ = [
@@ -67,6 +68,8 @@ class DenyRule:
     text: str
     name: str | None = None
     server: str | None = None
+    #: For an ``mcp__`` name over 64 characters: the key of the name it is listed under.
+    short_name: str | None = None
 
     @classmethod
     def parse(cls, text: str) -> DenyRule:
@@ -87,7 +90,11 @@ class DenyRule:
             raise ConfigError(f"invalid rule {text!r}: missing the server name")
         if wildcard:
             return cls(rule, server=name_key(server))
-        return cls(rule, name=name_key(rule), server=name_key(server))
+        short = name_key(shorten_tool_name(normalize_name_part(drop_format_characters(rule))))
+        key = name_key(rule)
+        return cls(
+            rule, name=key, server=name_key(server), short_name=short if short != key else None
+        )
 
     def matches(self, tool: Tool) -> bool:
         """Whether this rule denies ``tool``."""
@@ -97,7 +104,7 @@ class DenyRule:
         """Whether this rule denies a tool called ``name`` of ``server`` (derived from the
         name when not given)."""
         key = name_key(name)
-        if self.name is not None and key == self.name:
+        if self.name is not None and key in (self.name, self.short_name):
             return True
         if self.server is None:
             return False

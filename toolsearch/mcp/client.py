@@ -42,7 +42,7 @@ from toolsearch.catalog import tools_from_mcp_result
 from toolsearch.errors import CatalogError, ConfigError, ToolSearchError
 from toolsearch.mcp.config import ServerConfig
 from toolsearch.mcp.stdio import DEFAULT_MAX_MESSAGE_BYTES, MESSAGE_TOO_LARGE, stdio_transport
-from toolsearch.tool import Tool
+from toolsearch.tool import MAX_TOOL_NAME, Tool, normalize_name_part
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -290,6 +290,8 @@ class McpServerConnection:
         self._dirty = anyio.Event()
         self._eof = anyio.Event()
         self._errlog: IO[bytes] | None = None
+        #: Tool names listed shortened and already logged.
+        self._shortened: set[str] = set()
         #: Why the transport gave up on the server (invalid UTF-8, an oversized message).
         self._fatal_reason: str | None = None
 
@@ -529,7 +531,26 @@ class McpServerConnection:
         self._original_names = {
             tool.name: str(tool.metadata.get("mcp_name", tool.name)) for tool in tools
         }
+        self._report_shortened(tools)
         return tuple(tools)
+
+    def _report_shortened(self, tools: list[Tool]) -> None:
+        """Log, once per tool, a name that was over 64 characters and is listed shortened
+        (model APIs refuse longer names: docs/security.md, "Tool names")."""
+        for tool in tools:
+            own = self._original_names[tool.name]
+            full = self.config.tool_prefix + normalize_name_part(own)
+            if full != tool.name and tool.name not in self._shortened:
+                self._shortened.add(tool.name)
+                logger.warning(
+                    "MCP server %r: tool %r would be named %r, over the %d characters model "
+                    "APIs accept; it is listed and called as %r",
+                    self.name,
+                    own,
+                    full,
+                    MAX_TOOL_NAME,
+                    tool.name,
+                )
 
     # ------------------------------------------------------------------ calls
 
