@@ -166,6 +166,8 @@ def _found_payload(
         payload["failed_mcp_servers"] = dict(found.failed_servers)
     if found.index_error is not None:
         payload["index_error"] = f"{found.index_error}; retrying, results may miss recent changes"
+    if found.degraded:
+        payload["search_degraded"] = found.degraded_text()
     if removed.names:
         payload["removed_tools"] = dict(removed.names)
     if removed.more or removed.missed:
@@ -289,6 +291,8 @@ class Gateway:
         record.update(removed.counts())
         if found.index_error is not None:
             record["index_error"] = found.index_error
+        if found.degraded:
+            record["search_degraded"] = dict(found.degraded)
         if tools:
             text = json.dumps(
                 _found_payload(found, tools, removed, merged), ensure_ascii=False, indent=1

@@ -165,6 +165,9 @@ class HubSearchResult:
     failed_servers: Mapping[str, str] = field(default_factory=dict)
     #: Why the latest index update failed (it is being retried), or None.
     index_error: str | None = None
+    #: Members of the search backend that failed (a hybrid's embedding member whose model
+    #: cannot be loaded), with why: results come from the other members only.
+    degraded: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def names(self) -> list[str]:
@@ -186,7 +189,16 @@ class HubSearchResult:
             listing = "; ".join(f"{name} ({error})" for name, error in self.failed_servers.items())
             stop = "" if text.endswith(".") else "."
             text += f"{stop} Some MCP servers are unavailable: {listing}"
+        if self.degraded:
+            text += f"\n{self.degraded_text()}"
         return text
+
+    def degraded_text(self) -> str:
+        """One sentence naming the failed search members ("" when none failed)."""
+        if not self.degraded:
+            return ""
+        listing = "; ".join(f"{name} ({why})" for name, why in self.degraded.items())
+        return f"Search is degraded, ranking without: {listing}"
 
     def to_record(self) -> dict[str, Any]:
         """The engine's record plus ``failed_mcp_servers``."""
@@ -194,6 +206,8 @@ class HubSearchResult:
         record["failed_mcp_servers"] = dict(self.failed_servers)
         if self.index_error is not None:
             record["index_error"] = self.index_error
+        if self.degraded:
+            record["search_degraded"] = dict(self.degraded)
         return record
 
 
@@ -650,7 +664,20 @@ class McpHub:
             tools=tuple(tool for tool in found.values() if tool is not None),
             failed_servers=self.failed_servers,
             index_error=self.index_error,
+            degraded=self.degraded_members(),
         )
+
+    def degraded_members(self) -> dict[str, str]:
+        """Members of the engine's backend that failed, with why (a hybrid reports its
+        members' states; other backends have none)."""
+        states = getattr(self.engine.backend, "member_states", None)
+        if not callable(states):
+            return {}
+        return {
+            name: state.removeprefix("failed: ")
+            for name, state in states().items()
+            if isinstance(state, str) and state.startswith("failed")
+        }
 
     def unavailable_reason(self, name: str) -> str:
         """Why ``name`` cannot be called now: denied, removed, its server failed or is still
