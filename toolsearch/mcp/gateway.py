@@ -687,7 +687,8 @@ class _ServerLog:
         server = change.server
         if change.reason == "connected":
             count = len(hub.servers[server].tools)
-            self.log(f"MCP server {server!r} connected: {count} tools")
+            again = "re" if hub.connection(server).reconnects else ""
+            self.log(f"MCP server {server!r} {again}connected: {count} tools")
         elif change.reason in ("failed", "disconnected"):
             self.log(f"MCP server {server!r} {change.reason}: {change.detail}")
         if self.settled:

@@ -56,6 +56,7 @@ from toolsearch.mcp.client import (
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_MAX_TOOLS,
     DEFAULT_STARTUP_TIMEOUT,
+    RECONNECT_DELAYS,
     McpServerConnection,
     ProtocolMode,
     ServerStatus,
@@ -271,6 +272,7 @@ class McpHub:
         max_tools: int = DEFAULT_MAX_TOOLS,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         search_threads: int = DEFAULT_SEARCH_THREADS,
+        reconnect_delays: Sequence[float] = RECONNECT_DELAYS,
     ) -> None:
         configs = list(servers.servers if isinstance(servers, McpConfig) else servers)
         if configs:
@@ -282,6 +284,12 @@ class McpHub:
         if search_threads < 1:
             raise ConfigError(f"search_threads must be a positive integer, got {search_threads!r}")
         self.search_threads = search_threads
+        if not all(isinstance(d, int | float) and 0 <= d < float("inf") for d in reconnect_delays):
+            raise ConfigError(
+                f"reconnect_delays must be seconds (0 or more), got {list(reconnect_delays)!r}"
+            )
+        #: Pauses before reconnecting a server that went away (empty: never reconnect).
+        self.reconnect_delays = tuple(reconnect_delays)
         self.rules: list[DenyRule] = parse_rules(deny)
         self._local = list(tools)
         #: Rules that match no local tool and no tool a configured server could offer.
@@ -346,7 +354,8 @@ class McpHub:
         stack.callback(self._search_threads().close)
         tasks.start_soon(self._index_loop, name="toolsearch index updates")
         for connection in self._connections.values():
-            tasks.start_soon(connection.run, name=f"mcp server {connection.name}")
+            run = functools.partial(connection.run_supervised, self.reconnect_delays)
+            tasks.start_soon(run, name=f"mcp server {connection.name}")
         self._stack, self._tasks = stack, tasks
         return self
 
@@ -684,13 +693,21 @@ class McpHub:
         connecting, or no such tool."""
         if self.is_denied(name):
             return f"tool {name!r} is not available: denied by a permission rule"
-        if name in self._removed:
-            return f"tool {name!r} was removed: {self._removed[name]}"
         server = _server_of(name, self._prefixes)
+        coming_back = (
+            server is not None
+            and bool(self.reconnect_delays)
+            and self._connections[server].ever_connected
+            and self._connections[server].status != "connected"
+        )
+        if name in self._removed and not coming_back:
+            return f"tool {name!r} was removed: {self._removed[name]}"
         if server is not None:
             connection = self._connections[server]
             if server in self._pending():
                 doing = "connecting" if connection.status == "connecting" else "being indexed"
+                if connection.status == "connecting" and connection.ever_connected:
+                    doing = "reconnecting"
                 return (
                     f"tool {name!r} is not available yet: MCP server {server!r} is still "
                     f"{doing}; try again shortly"
@@ -739,7 +756,7 @@ def _reason(connection: McpServerConnection, had_tools: bool) -> str:
     """The :class:`ToolChange` reason of a server event."""
     if connection.status in ("disconnected", "failed"):
         return connection.status
-    return "list_changed" if had_tools or connection.listings > 1 else "connected"
+    return "list_changed" if had_tools or not connection.first_listing else "connected"
 
 
 def _why_removed(connection: McpServerConnection, reason: str) -> str:
