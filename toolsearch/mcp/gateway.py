@@ -39,6 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+import anyio
+
 from toolsearch.engine import DEFAULT_MAX_RESULTS, tool_search_tool
 from toolsearch.errors import BackendError, ConfigError, QueryError
 from toolsearch.mcp.client import ToolCallResult, require_sdk
@@ -636,7 +638,8 @@ async def serve(
     hub = McpHub(config, on_change=on_change, **hub_options)
     for rule in hub.unmatched_rules:
         log(f"warning: deny rule {rule.text!r} matches no configured server or tool")
-    async with hub:
+    async with hub, anyio.create_task_group() as tasks:
+        tasks.start_soon(watcher.settle, hub)
         gateway = Gateway(hub)
         if transport == "stdio":
             if on_ready is not None:
@@ -654,6 +657,7 @@ async def serve(
                 log=log,
                 unix_socket=unix_socket,
             )
+        tasks.cancel_scope.cancel()
 
 
 def _check_servable(
@@ -681,7 +685,14 @@ class _ServerLog:
 
     def __init__(self, log: Callable[[str], None]) -> None:
         self.log = log
-        self.settled = False
+
+    async def settle(self, hub: McpHub) -> None:
+        """Say once that every server has settled — connected *and searchable*, or failed:
+        no server is pending any more (docs/concurrency.md)."""
+        await hub.wait_ready()
+        states = [state.status for state in hub.servers.values()]
+        counts = ", ".join(f"{states.count(s)} {s}" for s in dict.fromkeys(states))
+        self.log(f"every MCP server has settled: {counts}; all their tools are searchable")
 
     def change(self, hub: McpHub, change: ToolChange) -> None:
         server = change.server
@@ -691,11 +702,3 @@ class _ServerLog:
             self.log(f"MCP server {server!r} {again}connected: {count} tools")
         elif change.reason in ("failed", "disconnected"):
             self.log(f"MCP server {server!r} {change.reason}: {change.detail}")
-        if self.settled:
-            return
-        # by status, not hub.pending_servers: a large server still being indexed has settled
-        states = [state.status for state in hub.servers.values()]
-        if "connecting" not in states:
-            self.settled = True
-            counts = ", ".join(f"{states.count(s)} {s}" for s in dict.fromkeys(states))
-            self.log(f"every MCP server has settled: {counts}")

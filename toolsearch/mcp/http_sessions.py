@@ -329,8 +329,7 @@ def _client_full(limit: int) -> str:
 
 def _streams_full(limit: int) -> str:
     return (
-        f"Too many open event streams from this client (at most {limit}): close one, or "
-        "retry later"
+        f"Too many open event streams from this client (at most {limit}): close one, or retry later"
     )
 
 
