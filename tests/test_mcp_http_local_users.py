@@ -163,3 +163,22 @@ async def test_a_loopback_gateway_without_a_token_warns(open_folder: Path) -> No
                 )
                 tasks.start_soon(run)
         assert (LOOPBACK_WARNING in lines) is warned, (options, lines)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--unix-socket", "/tmp/g.sock"], "need --transport http"),
+        (["--max-connections", "5"], "need --transport http"),
+        (["--transport", "http", "--max-connections", "0"], "--max-connections must be positive"),
+    ],
+)
+def test_serve_refuses_http_options_it_cannot_use(
+    tmp_path: Path, args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from toolsearch.cli import main
+
+    config = tmp_path / "mcp.json"
+    config.write_text('{"mcpServers": {"s": {"command": "true"}}}')
+    assert main(["serve", "--config", str(config), *args]) != 0
+    assert message in capsys.readouterr().err
