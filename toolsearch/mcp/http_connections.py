@@ -11,7 +11,7 @@ gateway"):
   address; a connection over either bound is answered ``503`` and closed at once, before its
   request is read, so the process never holds more descriptors than the bound;
 - a request's headers must arrive within ``header_timeout`` seconds of the connection opening
-  (or of the previous response on a kept-alive connection), and its body within
+  (or of the first byte of the next request on a kept-alive one), and its body within
   ``body_timeout`` seconds of its headers; otherwise the connection is closed;
 - an idle kept-alive connection is closed after uvicorn's ``timeout_keep_alive``.
 
