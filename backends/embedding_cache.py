@@ -20,7 +20,7 @@ import sqlite3
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -73,8 +73,16 @@ def text_key(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
 
 
+def _create_private(path: Path) -> None:
+    """Create ``path`` empty with mode 0600 unless it exists (an existing file keeps the mode
+    its owner gave it). A folder that cannot be written is left to SQLite to report."""
+    with suppress(OSError):
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+
+
 class EmbeddingCache:
-    """Vectors by ``(model name, text hash)`` in one SQLite file, ``embeddings.sqlite``.
+    """Vectors by ``(model name, text hash)`` in one SQLite file, ``embeddings.sqlite``,
+    created readable by its owner only (mode 0600, in a folder made 0700).
 
     SQLite in WAL mode lets several processes read while one writes; a write is one
     transaction, so a crash leaves the previous contents intact. A cache that cannot be read or
@@ -86,7 +94,8 @@ class EmbeddingCache:
     def __init__(self, folder: str | os.PathLike[str]) -> None:
         self.folder = Path(folder).expanduser()
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
+            # vectors of tool texts can give the texts away: the owner's alone (0700 / 0600)
+            self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         except OSError as exc:
             raise ConfigError(
                 f"embedding cache_dir {str(self.folder)!r} is not usable: {exc}"
@@ -96,6 +105,7 @@ class EmbeddingCache:
 
     def _connect(self) -> sqlite3.Connection:
         if self._conn is None:
+            _create_private(self.path)  # SQLite gives its -wal and -shm files the same mode
             conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute(

@@ -268,3 +268,69 @@ def test_preference_lists_only_registered_backends() -> None:
     assert DEFAULT_BACKEND_PREFERENCE
     assert set(DEFAULT_BACKEND_PREFERENCE) <= set(registry.available_backends())
     assert DEFAULT_BACKEND_PREFERENCE[-1] == "keyword"  # always installed: the last resort
+
+
+REMOTE_DATABASE = """\
+[tool.toolsearch]
+backend = "postgres"
+[tool.toolsearch.backends.postgres]
+url = "postgresql://me:pw@db.example.com:5432/tools"
+"""
+
+
+def test_a_found_config_file_cannot_send_the_catalogue_to_a_remote_database(
+    project: Path,
+) -> None:
+    (project / "pyproject.toml").write_text(REMOTE_DATABASE)
+    settings = _settings(project / "src")
+    with pytest.raises(ConfigError) as refused:
+        config.resolve_backend(settings=settings)
+    message = str(refused.value)
+    assert str(project / "pyproject.toml") in message and "db.example.com:5432" in message
+    assert "me:pw@" not in message  # no credentials in the message
+    assert "TOOLSEARCH_ALLOW_CONFIG_DATABASE=1" in message
+    # a hybrid member inheriting the table, or member_options naming it, is refused too
+    hybrid = {"members": ["bm25", "postgres"]}
+    with pytest.raises(ConfigError, match="remote database url"):
+        settings.build_options("hybrid", hybrid)
+    nested = {"member_options": {"pg": {"url": "postgresql://me:pw@db.example.com:5432/tools"}}}
+    with pytest.raises(ConfigError, match="remote database url"):
+        settings.build_options("hybrid", nested)
+
+
+def test_a_remote_database_url_the_user_gave_is_used(project: Path) -> None:
+    (project / "pyproject.toml").write_text(REMOTE_DATABASE)
+    url = "postgresql://me:pw@db.example.com:5432/tools"
+    allowed = _settings(project, TOOLSEARCH_ALLOW_CONFIG_DATABASE="1")
+    assert allowed.build_options("postgres")["url"] == url
+    from_env = _settings(project, TOOLSEARCH_BACKEND_OPTIONS=json.dumps({"url": url + "2"}))
+    assert from_env.build_options("postgres")["url"] == url + "2"
+    found = _settings(project)
+    assert found.build_options("postgres", {"url": url + "3"})["url"] == url + "3"  # code
+
+
+@pytest.mark.parametrize(
+    ("url", "local"),
+    [
+        ("postgresql://me@localhost/tools", True),
+        ("postgresql://me@127.0.0.1:5433/tools", True),
+        ("postgresql://me@[::1]/tools", True),
+        ("postgresql:///tools?host=/run/postgresql", True),
+        ("postgresql:///tools", True),
+        ("host=/tmp dbname=tools", True),
+        ("dbname=tools", True),
+        ("postgresql://me@db.example.com/tools", False),
+        ("postgresql://me@localhost,db.example.com/tools", False),
+        ("postgresql:///tools?host=db.example.com", False),
+        ("host=10.0.0.5 dbname=tools", False),
+    ],
+)
+def test_local_databases_are_told_from_remote_ones(url: str, local: bool) -> None:
+    assert config.is_local_database(url) is local
+
+
+def test_a_local_database_url_from_a_found_file_is_used(project: Path) -> None:
+    (project / "toolsearch.toml").write_text(
+        'backend = "postgres"\n[backends.postgres]\nurl = "postgresql://me@localhost/tools"\n'
+    )
+    assert _settings(project).build_options("postgres")["url"].endswith("@localhost/tools")

@@ -501,3 +501,28 @@ def test_a_large_cold_encode_hands_freed_heap_back(
     assert trims == [1]  # 1,000 texts encoded in one call
     embedding_cache.encode_cached(encoder, many, cache)
     assert trims == [1]  # all from the cache: nothing was encoded
+
+
+def test_the_cache_is_private_to_its_owner(tmp_path: Path) -> None:
+    # vectors of tool texts can give the texts away: not readable by other users
+    import os
+    import stat
+
+    from toolsearch.backends.embedding_cache import text_key
+
+    previous = os.umask(0o022)
+    try:
+        cache = EmbeddingCache(tmp_path / "cache")
+        cache.put_many("m", [(text_key("a tool's description"), 2, b"\0" * 8)])
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE((tmp_path / "cache").stat().st_mode) == 0o700
+    files = sorted((tmp_path / "cache").iterdir())
+    assert files and all(stat.S_IMODE(f.stat().st_mode) == 0o600 for f in files), [
+        (f.name, oct(f.stat().st_mode)) for f in files
+    ]
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o755)
+    (shared / EmbeddingCache.FILENAME).touch(mode=0o644)
+    EmbeddingCache(shared).put_many("m", [(text_key("x"), 2, b"\0" * 8)])
+    assert stat.S_IMODE((shared / EmbeddingCache.FILENAME).stat().st_mode) == 0o644  # kept

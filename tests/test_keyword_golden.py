@@ -100,7 +100,11 @@ def test_whole_word_only_in_description() -> None:
 
 
 def test_always_loaded_tool_is_not_ranked() -> None:
-    assert ("Read", 10.0) not in ranked("read")
+    # Read (always loaded) is not in the deferred pool, whatever it would score; the only
+    # tool ranked is read_channel: "read" is its MCP part (12) and a whole word of its
+    # description (2). The exact-name fast path still finds Read itself.
+    assert ranked("read") == [("mcp__slack__read_channel", 14.0)]
+    assert ToolSearch(POOL, backend="keyword").search("read").names == ["Read"]
 
 
 @pytest.fixture

@@ -128,7 +128,10 @@ async def test_idle_sessions_end_and_busy_ones_are_never_replaced(
 ) -> None:
     clock = Clock()
     async with (
-        gateway(monkeypatch, per_client=2, idle_timeout=60, clock=clock) as (url, limits),
+        gateway(monkeypatch, per_client=2, streams_per_client=2, idle_timeout=60, clock=clock) as (
+            url,
+            limits,
+        ),
         from_address("127.0.0.1") as client,
     ):
         first = (await initialize(client, url)).headers["mcp-session-id"]
@@ -153,3 +156,68 @@ async def test_idle_sessions_end_and_busy_ones_are_never_replaced(
             answered = await client.post(url, json=discover, headers=modern)
             assert answered.status_code != 429 and "mcp-session-id" not in answered.headers
         assert limits.open_sessions("127.0.0.1") == 2
+
+
+async def _stream_until(
+    client: httpx2.AsyncClient, url: str, session: str, done: anyio.Event
+) -> int:
+    """Hold an event stream of ``session`` open until ``done``; returns its status."""
+    headers = {"accept": "text/event-stream", "mcp-session-id": session}
+    async with client.stream("GET", url, headers=headers) as response:
+        if response.status_code == 200:
+            await done.wait()
+        return response.status_code
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(120)
+async def test_open_event_streams_never_lock_an_address_out_of_new_sessions(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # On loopback every local user is one address: one of them holding streams must not
+    # make the gateway refuse the others' new sessions.
+    async with (
+        gateway(monkeypatch, per_client=4) as (url, limits),
+        from_address("127.0.0.1") as streamer,
+        from_address("127.0.0.1") as neighbour,
+    ):
+        sessions = [(await initialize(streamer, url)).headers["mcp-session-id"] for _ in range(4)]
+        done = anyio.Event()
+        statuses: list[int] = []
+
+        async def hold(session: str) -> None:
+            statuses.append(await _stream_until(streamer, url, session, done))
+
+        async with anyio.create_task_group() as tasks:
+            for session in sessions:
+                tasks.start_soon(hold, session)
+            with anyio.fail_after(30):
+                while len(statuses) < 2:  # two of four streams are refused at once
+                    await anyio.sleep(0.05)
+            assert statuses == [429, 429]
+            opened = await initialize(neighbour, url)
+            assert opened.status_code == 200, opened.text
+            assert limits.open_sessions("127.0.0.1") == 4
+            done.set()
+        assert sorted(statuses) == [200, 200, 429, 429]
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(180)
+async def test_sessions_are_bounded_in_total_and_many_addresses_replace_each_other(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async with (
+        gateway(monkeypatch, per_client=64, max_sessions=12) as (url, limits),
+        from_address("127.0.0.99") as quiet,
+    ):
+        kept = (await initialize(quiet, url)).headers["mcp-session-id"]
+        for round_ in range(4):  # 120 sessions from 10 addresses, never DELETEd
+            for host in range(1, 11):
+                async with from_address(f"127.0.1.{host}") as flooder:
+                    for _ in range(3):
+                        assert (await initialize(flooder, url)).status_code == 200
+            assert limits.open_sessions() <= 12, round_
+        # the flood replaced its own sessions; the client with one kept it
+        assert await alive(quiet, url, kept) == 200
+        assert limits.open_sessions("127.0.0.99") == 1

@@ -235,7 +235,8 @@ async def test_slow_server_becomes_searchable_once_connected() -> None:
 async def test_disconnect_removes_and_announces_tools() -> None:
     changes: list[ToolChange] = []
     servers = {"crashcall": support.stdio("crashing", "--when", "call")}
-    async with hub_for(servers, on_change=changes.append) as hub:
+    # reconnecting off: the server stays gone (tests/test_mcp_hub_reconnect.py has it back)
+    async with hub_for(servers, on_change=changes.append, reconnect_delays=()) as hub:
         with anyio.fail_after(20):
             assert await hub.wait_ready()
         assert {t.name for t in hub.tools} == {"mcp__crashcall__crash", "mcp__crashcall__ping"}

@@ -75,3 +75,56 @@ def test_server_errors_and_stderr_never_show_an_expanded_value() -> None:
     assert "starting with ['${SECRET_KEY}']" in failed["stderr"]
     assert "/nonexistent/${SECRET_KEY}" in failed["cwd"]
     assert "/nonexistent/${SECRET_KEY}/server" in failed["command"]
+
+
+PASSWORD = "p@ss/w0rd+x y&z=1%"
+
+
+def test_redact_finds_a_value_url_encoded() -> None:
+    from urllib.parse import quote, quote_plus
+
+    entry = {"url": "https://example.com/mcp", "headers": {"Authorization": "Basic ${PASSWORD}"}}
+    (server,) = parse_mcp_config(
+        {"mcpServers": {"s": entry}}, environ={**ENVIRON, "PASSWORD": PASSWORD}
+    )
+    encoded = [quote(PASSWORD, safe=""), quote(PASSWORD), quote_plus(PASSWORD)]
+    encoded.append(quote(PASSWORD, safe="").lower())
+    for form in encoded:
+        assert server.redact(f"GET /mcp?password={form} failed") == (
+            "GET /mcp?password=${PASSWORD} failed"
+        ), form
+
+
+# A server that writes its secret, then so much that the stderr window (the last 8 KiB) starts
+# inside the secret, then the URL-encoded secret, then fails.
+CUT_SECRET = """\
+import sys, urllib.parse
+secret = sys.argv[1]
+url = "url ?key=" + urllib.parse.quote(sys.argv[2], safe="") + "\\n"
+# the window (the last 8 KiB) holds the secret's last 10 characters and what follows
+sys.stderr.write("token " + secret + "z" * (8192 - 10 - 1 - len(url)) + "\\n" + url)
+sys.stderr.flush()
+sys.exit(3)
+"""
+
+
+@pytest.mark.timeout(120)
+def test_a_secret_cut_by_the_stderr_window_or_url_encoded_is_redacted() -> None:
+    from urllib.parse import quote
+
+    environ = {**ENVIRON, "PASSWORD": PASSWORD}
+    args = ["-c", CUT_SECRET, "${SECRET_KEY}", "${PASSWORD}"]
+    config = parse_mcp_config(
+        {"mcpServers": {"cut": {"command": sys.executable, "args": args}}}, environ=environ
+    )
+
+    async def run() -> str:
+        async with McpHub(config, backend="keyword") as hub:
+            with anyio.fail_after(60):
+                await hub.wait_ready()
+            return hub.failed_servers["cut"]
+
+    error = anyio.run(run)
+    assert "zzzz" in error and "url ?key=${PASSWORD}" in error, error
+    assert SECRET[-10:] not in error and SECRET[-4:] + "zzz" not in error, error
+    assert quote(PASSWORD, safe="") not in error and PASSWORD not in error, error

@@ -97,7 +97,7 @@ def test_unmatched_rules_are_reported() -> None:
     rules = parse_rules(
         [
             "mcp__github",
-            "mcp__git\u200bhub",  # a zero-width space: matches nothing
+            "mcp__git\u200bhub",  # a zero-width space is invisible: this is "github"
             "mcp__slack__post",
             "mcp__a__b__x",  # server "a" may offer b__x
             "WebFetch",
@@ -105,7 +105,7 @@ def test_unmatched_rules_are_reported() -> None:
         ]
     )
     unmatched = unmatched_rules(rules, tools=[Tool("WebFetch")], servers=["github", "Slack", "a"])
-    assert [r.text for r in unmatched] == ["mcp__git\u200bhub", "Web Fetch"]
+    assert [r.text for r in unmatched] == ["Web Fetch"]
 
 
 def test_aliases_never_claim_a_real_or_denied_tool_name() -> None:
@@ -254,12 +254,28 @@ def test_a_look_alike_name_is_denied_with_the_name_it_imitates(name: str) -> Non
     # "task" to exact-name lookup for the Kelvin sign ("Tas\u212a".lower() == "task").
     pool = [Tool(name, "Launch a subagent for a task", should_defer=True), Tool("Other", "x")]
     denied = denied_names(pool, ["Task"])
-    if name.endswith("\u200b"):
-        assert denied == set()  # invisible characters become "_": a different name
-        return
     assert denied == {name}
     assert_unreachable(pool, ["Task"], {name})
     assert ToolSearch(filter_denied(pool, ["Task"]), backend="keyword").search("Task").names == []
+
+
+INVISIBLE = ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u202e", "\U000e0041"]
+
+
+@pytest.mark.parametrize("mark", INVISIBLE)
+def test_format_characters_are_folded_away_wherever_names_are_compared(mark: str) -> None:
+    # every Unicode format character (category Cf) renders as nothing
+    hidden = f"Ta{mark}sk{mark}"
+    assert name_key(hidden) == name_key("Task") == "task"
+    real = Tool("Task", "Launch a subagent", should_defer=True)
+    look_alike = Tool(hidden, "Launch a subagent for a task", should_defer=True)
+    pool = [look_alike, real, Tool("Other", "x")]
+    assert denied_names(pool, ["Task"]) == {"Task", hidden}
+    assert denied_names(pool, [f"Task{mark}"]) == {"Task", hidden}
+    for backend in ("keyword", "bm25"):
+        assert ToolSearch(pool, backend=backend).search("Task").names[0] == "Task"
+    server = Tool("mcp__evil__x", "x", server=f"git{mark}hub")
+    assert denied_names([server], ["mcp__github"]) == {"mcp__evil__x"}
 
 
 tricky_names = st.text(

@@ -48,6 +48,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from toolsearch.backend import SearchBackend
 from toolsearch.errors import ConfigError
@@ -58,9 +59,11 @@ __all__ = [
     "ENABLE_VALUES",
     "TABLES",
     "Settings",
+    "check_database_urls",
     "check_settings",
     "default_backend_name",
     "is_enable_value",
+    "is_local_database",
     "load_settings",
     "resolve_backend",
     "table_in",
@@ -73,6 +76,8 @@ DEFAULT_BACKEND_PREFERENCE: tuple[str, ...] = ("hybrid", "embedding", "fts5", "b
 
 ENV_BACKEND = "TOOLSEARCH_BACKEND"
 ENV_BACKEND_OPTIONS = "TOOLSEARCH_BACKEND_OPTIONS"
+#: Set to ``1`` to let a config file found upward point a backend at a remote database.
+ENV_ALLOW_FILE_DATABASE = "TOOLSEARCH_ALLOW_CONFIG_DATABASE"
 #: The top-level tables a config file may have besides ``[backends.<name>]``.
 TABLES: tuple[str, ...] = ("mode",)
 
@@ -93,6 +98,11 @@ class Settings:
     #: The layers that set each top-level table or backend's options, lowest first.
     section_sources: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     option_sources: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: Each database ``url`` a config file set (value -> the file), found by searching
+    #: upward rather than named by the user: see :func:`check_database_urls`.
+    file_urls: Mapping[str, str] = field(default_factory=dict)
+    #: Whether ``$TOOLSEARCH_ALLOW_CONFIG_DATABASE`` lets a file's remote ``url`` be used.
+    file_urls_allowed: bool = False
 
     def section(self, name: str) -> Mapping[str, Any]:
         """A top-level table of the config (e.g. ``"mode"``), empty when absent."""
@@ -141,7 +151,14 @@ class Settings:
     ) -> dict[str, Any]:
         """The options ``backend`` is built with: its configured options, ``overrides`` on
         top; for the hybrid, each member named after a backend also starts from that
-        backend's ``[backends.<name>]`` options (its ``member_options`` win key by key)."""
+        backend's ``[backends.<name>]`` options (its ``member_options`` win key by key).
+        A remote database ``url`` from a config file found upward is refused
+        (:func:`check_database_urls`)."""
+        merged = self._merged_options(backend, overrides)
+        check_database_urls(merged, self)
+        return merged
+
+    def _merged_options(self, backend: str, overrides: Mapping[str, Any] | None) -> dict[str, Any]:
         merged = {**self.options_for(backend), **(overrides or {})}
         if backend != "hybrid":
             return merged
@@ -286,6 +303,7 @@ def load_settings(cwd: str | Path | None = None, env: Mapping[str, str] | None =
     section_sources: dict[str, tuple[str, ...]] = {}
     option_sources: dict[str, tuple[str, ...]] = {}
     sources: list[str] = []
+    file_urls: dict[str, str] = {}
     for source, data in layers:
         layer_backend, layer_options = _layer(data, source)
         if layer_backend:
@@ -298,6 +316,7 @@ def load_settings(cwd: str | Path | None = None, env: Mapping[str, str] | None =
                 sections.setdefault(key, {}).update(value)
                 section_sources[key] = (*section_sources.get(key, ()), source)
         sources.append(source)
+        file_urls.update(dict.fromkeys(_urls(data.get("backends", {})), source))
 
     if env.get(ENV_BACKEND, "").strip():
         backend = env[ENV_BACKEND].strip()
@@ -316,8 +335,87 @@ def load_settings(cwd: str | Path | None = None, env: Mapping[str, str] | None =
         option_sources[target] = (*option_sources.get(target, ()), f"${ENV_BACKEND_OPTIONS}")
         sources.append(f"${ENV_BACKEND_OPTIONS}")
     return Settings(
-        backend, options, sections, tuple(sources), backend_source, section_sources, option_sources
+        backend,
+        options,
+        sections,
+        tuple(sources),
+        backend_source,
+        section_sources,
+        option_sources,
+        file_urls,
+        is_enable_value(env.get(ENV_ALLOW_FILE_DATABASE, "")),
     )
+
+
+def _urls(value: Any) -> list[str]:
+    """Every string under a key named ``url`` in ``value`` (nested tables included)."""
+    found: list[str] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Mapping):
+            for key, child in item.items():
+                if key == "url" and isinstance(child, str):
+                    found.append(child)
+                else:
+                    stack.append(child)
+        elif isinstance(item, list):
+            stack.extend(item)
+    return found
+
+
+def is_local_database(url: str) -> bool:
+    """Whether a database URL or ``key=value`` DSN can only reach this machine: every host it
+    names is a Unix socket folder, ``localhost`` or a loopback address (none: the default
+    socket). Anything unparseable counts as remote."""
+    from toolsearch.mcp.http_security import is_loopback
+
+    hosts: list[str] = []
+    if "://" in url:
+        parsed = urlsplit(url)
+        netloc = parsed.netloc.rpartition("@")[2]
+        hosts += [
+            part.rsplit(":", 1)[0] if part.count(":") == 1 else part for part in netloc.split(",")
+        ]
+        for key, value in parse_qsl(parsed.query):
+            if key in ("host", "hostaddr"):
+                hosts += value.split(",")
+    else:
+        for pair in url.split():
+            key, _, value = pair.partition("=")
+            if key in ("host", "hostaddr"):
+                hosts += value.strip("'\"").split(",")
+    return all(
+        not host or unquote(host).startswith("/") or is_loopback(unquote(host)) for host in hosts
+    )
+
+
+def check_database_urls(options: Mapping[str, Any], settings: Settings) -> None:
+    """Refuse (:class:`ConfigError`) a remote database ``url`` in ``options`` that came from a
+    config file the user did not name — a ``pyproject.toml`` or ``toolsearch.toml`` found in
+    the working directory or a parent — unless ``$TOOLSEARCH_ALLOW_CONFIG_DATABASE`` is set:
+    indexing would upload the whole tool catalogue to it (docs/security.md, "Config files").
+    """
+    if settings.file_urls_allowed:
+        return
+    for url in _urls(options):
+        source = settings.file_urls.get(url)
+        if source is None or is_local_database(url):
+            continue
+        raise ConfigError(
+            f"{source} sets a remote database url ({_host_of(url)}): indexing would send the "
+            "tool catalogue there, and this file was found in the working directory or a "
+            f"parent, not named by you. To use it, set {ENV_ALLOW_FILE_DATABASE}=1, or give "
+            "the url in $TOOLSEARCH_POSTGRES_URL or $TOOLSEARCH_BACKEND_OPTIONS"
+        )
+
+
+def _host_of(url: str) -> str:
+    """Where a URL points, without its credentials."""
+    if "://" in url:
+        return urlsplit(url).netloc.rpartition("@")[2] or "?"
+    hosts = [pair.partition("=")[2] for pair in url.split() if pair.startswith("host")]
+    return ",".join(hosts) or "?"
 
 
 def check_settings(settings: Settings) -> None:

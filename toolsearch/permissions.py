@@ -6,7 +6,8 @@ searchable set — so a denied tool is never announced, searched, selected or se
 
 Rules match the way lookup finds tools (docs/security.md, "Permission rules"): rule and tool
 name both go through :func:`name_key` — lower case (exact-name and prefix search ignore case),
-Unicode folding (NFKC + casefold: ``Tas\u212a`` with a Kelvin sign is ``task``), then the MCP
+Unicode folding (format characters such as the zero-width space U+200B dropped, then NFKC +
+casefold: ``Tas\u212a`` with a Kelvin sign is ``task``, ``Task\u200b`` is ``task``), then the MCP
 name normalisation every ``mcp__<server>__<tool>`` name went through. So
 ``mcp__My Files``, ``mcp__my.fs`` and ``mcp__FILES__read_file`` deny what a user means by them.
 A server name may itself contain ``__``: ``mcp__a__b`` denies the tool named ``mcp__a__b`` *and*
@@ -21,7 +22,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from toolsearch.errors import ConfigError
-from toolsearch.tool import MCP_PREFIX, Tool, normalize_name_part, server_of_name
+from toolsearch.tool import (
+    MCP_PREFIX,
+    Tool,
+    drop_format_characters,
+    normalize_name_part,
+    server_of_name,
+    shorten_tool_name,
+)
 
 __all__ = [
     "DenyRule",
@@ -36,14 +44,19 @@ _STAR_ERROR = "'*' is only allowed as mcp__<server>__*"
 
 
 def name_key(text: str) -> str:
-    """The form in which tool names, server names and rules are compared: lower-cased as
+    """The form in which tool names, server names and rules are compared: format characters
+    (Unicode category Cf: zero-width spaces and joiners, bidi controls, soft hyphens) dropped,
+    since they are invisible and a name with one reads as the name without it; lower-cased as
     exact-name lookup compares names, folded (NFKC, case folding, NFKC again) so that
     look-alikes such as the Kelvin sign or fullwidth letters become the letters they imitate,
     then MCP-normalised (:func:`~toolsearch.tool.normalize_name_part`).
 
     Folding what lookup lower-cases means any two names lookup treats as one name have one key,
     so a rule denies everything an exact-name or prefix query could find for it."""
-    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text.lower()).casefold())
+    visible = drop_format_characters(text)
+    folded = unicodedata.normalize(
+        "NFKC", unicodedata.normalize("NFKC", visible.lower()).casefold()
+    )
     return normalize_name_part(folded)
 
 
@@ -55,6 +68,8 @@ class DenyRule:
     text: str
     name: str | None = None
     server: str | None = None
+    #: For an ``mcp__`` name over 64 characters: the key of the name it is listed under.
+    short_name: str | None = None
 
     @classmethod
     def parse(cls, text: str) -> DenyRule:
@@ -75,7 +90,11 @@ class DenyRule:
             raise ConfigError(f"invalid rule {text!r}: missing the server name")
         if wildcard:
             return cls(rule, server=name_key(server))
-        return cls(rule, name=name_key(rule), server=name_key(server))
+        short = name_key(shorten_tool_name(normalize_name_part(drop_format_characters(rule))))
+        key = name_key(rule)
+        return cls(
+            rule, name=key, server=name_key(server), short_name=short if short != key else None
+        )
 
     def matches(self, tool: Tool) -> bool:
         """Whether this rule denies ``tool``."""
@@ -85,7 +104,7 @@ class DenyRule:
         """Whether this rule denies a tool called ``name`` of ``server`` (derived from the
         name when not given)."""
         key = name_key(name)
-        if self.name is not None and key == self.name:
+        if self.name is not None and key in (self.name, self.short_name):
             return True
         if self.server is None:
             return False

@@ -9,17 +9,20 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
     "MAX_JSON_DEPTH",
+    "MAX_TOOL_NAME",
     "MCP_PREFIX",
     "SURROGATE_HINT",
     "TOOL_SEARCH_NAME",
     "Tool",
     "comes_from_mcp",
+    "drop_format_characters",
     "is_deferred",
     "json_depth",
     "lone_surrogate",
@@ -28,6 +31,7 @@ __all__ = [
     "pool_order",
     "pool_sort_key",
     "server_of_name",
+    "shorten_tool_name",
 ]
 
 MCP_PREFIX = "mcp__"
@@ -143,14 +147,43 @@ def _empty_schema() -> Mapping[str, Any]:
     return {"type": "object", "properties": {}}
 
 
+def drop_format_characters(text: str) -> str:
+    """``text`` without Unicode format characters (category Cf: zero-width spaces and joiners,
+    bidi controls, soft hyphens), which render as nothing: a name holding one reads as the name
+    without it, so names are compared, and MCP names made, without them."""
+    if text.isascii():
+        return text
+    return "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+
+
 def normalize_name_part(text: str) -> str:
-    """Replace every character outside ``[A-Za-z0-9_-]`` with ``_``, as MCP clients do."""
-    return _INVALID_NAME_CHARS.sub("_", text)
+    """Drop format characters (:func:`drop_format_characters`), then replace every character
+    outside ``[A-Za-z0-9_-]`` with ``_``, as MCP clients do."""
+    return _INVALID_NAME_CHARS.sub("_", drop_format_characters(text))
 
 
 def mcp_tool_name(server: str, tool: str) -> str:
-    """The agent-facing name of an MCP server's tool: ``mcp__<server>__<tool>``."""
-    return f"{MCP_PREFIX}{normalize_name_part(server)}__{normalize_name_part(tool)}"
+    """The agent-facing name of an MCP server's tool: ``mcp__<server>__<tool>``, shortened
+    to :data:`MAX_TOOL_NAME` characters when longer (:func:`shorten_tool_name`)."""
+    return shorten_tool_name(
+        f"{MCP_PREFIX}{normalize_name_part(server)}__{normalize_name_part(tool)}"
+    )
+
+
+#: The longest tool name model APIs accept (Anthropic and OpenAI: ``^[a-zA-Z0-9_-]{1,64}$``).
+MAX_TOOL_NAME = 64
+_DIGEST_CHARS = 8
+
+
+def shorten_tool_name(name: str) -> str:
+    """``name`` itself when at most :data:`MAX_TOOL_NAME` characters; else its first 55
+    characters, ``_`` and 8 hex digits of a hash of the whole name (lower-cased and
+    MCP-normalised, so a deny rule written in another case maps to the same name)."""
+    if len(name) <= MAX_TOOL_NAME:
+        return name
+    folded = normalize_name_part(name.lower())
+    digest = hashlib.sha256(folded.encode("utf-8")).hexdigest()[:_DIGEST_CHARS]
+    return f"{name[: MAX_TOOL_NAME - _DIGEST_CHARS - 1]}_{digest}"
 
 
 def server_of_name(name: str) -> str | None:

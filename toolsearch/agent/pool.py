@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 from toolsearch.agent.subagents import AgentDefinition
 from toolsearch.engine import DEFAULT_MAX_RESULTS_CAP, tool_search_tool
+from toolsearch.errors import ConfigError
 from toolsearch.permissions import DenyRule, filter_denied, is_denied, parse_rules
-from toolsearch.tool import TOOL_SEARCH_NAME, Tool, is_deferred, pool_order
+from toolsearch.tool import MAX_TOOL_NAME, TOOL_SEARCH_NAME, Tool, is_deferred, pool_order
 
 __all__ = ["ResolvedTools", "resolve_tools"]
 
@@ -72,6 +73,7 @@ def resolve_tools(
     """
     rules = parse_rules(deny)
     base = list(tools)
+    _refuse_long_names(base)
     if include_tool_search and not any(t.name == TOOL_SEARCH_NAME for t in base):
         base.append(tool_search_tool(max_results_cap))
     ordered = pool_order(base)
@@ -88,3 +90,19 @@ def resolve_tools(
         unknown=tuple(agent.unknown_entries(kept)),
         agent=agent,
     )
+
+
+def _refuse_long_names(tools: list[Tool]) -> None:
+    """A name over 64 characters is refused here, at load: model APIs reject it, and a
+    ``tool_reference`` to it would fail every later request of the conversation. (An MCP
+    hub lists such tools under a shortened name: :func:`~toolsearch.tool.shorten_tool_name`.)"""
+    long = [tool.name for tool in tools if len(tool.name) > MAX_TOOL_NAME]
+    if long:
+        shown = ", ".join(repr(name) for name in long[:3])
+        more = f" and {len(long) - 3} more" if len(long) > 3 else ""
+        raise ConfigError(
+            f"tool names must be at most {MAX_TOOL_NAME} characters, which model APIs accept; "
+            f"{shown}{more} {'is' if len(long) == 1 else 'are'} longer: rename "
+            f"{'it' if len(long) == 1 else 'them'} (e.g. "
+            f"toolsearch.tool.shorten_tool_name(name))"
+        )

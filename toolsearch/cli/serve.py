@@ -80,6 +80,20 @@ def _http_arguments(parser: argparse.ArgumentParser) -> None:
         help="HTTP: another Host header value to accept (e.g. a DNS name); repeatable",
     )
     parser.add_argument(
+        "--unix-socket",
+        metavar="FILE",
+        help="HTTP: listen on this Unix domain socket (mode 0600: only you can connect) "
+        "instead of --host/--port; the safe form on a machine with other users",
+    )
+    parser.add_argument(
+        "--max-connections",
+        type=int,
+        default=None,
+        metavar="N",
+        help="HTTP: most open connections, a quarter of them per client address (default: "
+        "half the process's file-descriptor limit, at most 1000)",
+    )
+    parser.add_argument(
         "--allow-origin",
         action="append",
         default=[],
@@ -130,7 +144,6 @@ def run(args: argparse.Namespace) -> int:
 
     from toolsearch.mcp.config import load_mcp_config
     from toolsearch.mcp.gateway import serve
-    from toolsearch.mcp.http_security import load_token
     from toolsearch.permissions import parse_rules
 
     config = load_mcp_config(args.config)
@@ -138,12 +151,7 @@ def run(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port must be between 0 and 65535, got {args.port}")
     options: dict[str, Any] = {"deny": rules, "backend": args.backend, "log": _log}
-    if args.transport == "http":
-        options["token"] = load_token(file=args.token_file)
-        options["allow_hosts"] = args.allow_host
-        options["allow_origins"] = args.allow_origin
-    elif args.token_file or args.allow_host or args.allow_origin:
-        raise ConfigError("--token-file, --allow-host and --allow-origin need --transport http")
+    options.update(_http_options(args))
     for flag in ("max_tools", "max_message_bytes"):
         limit = getattr(args, flag)
         if limit is not None:
@@ -176,6 +184,31 @@ def run(args: argparse.Namespace) -> int:
         # like any other (a Ctrl-C on stdio arrives as KeyboardInterrupt, to the same end)
         raise KeyboardInterrupt
     return 0
+
+
+def _http_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The HTTP transport's options for :func:`~toolsearch.mcp.gateway.serve` (none for
+    stdio, where any of them is a mistake)."""
+    from toolsearch.mcp.http_connections import ConnectionLimits
+    from toolsearch.mcp.http_security import load_token
+
+    if args.transport == "http":
+        if args.max_connections is not None and args.max_connections < 1:
+            raise ConfigError(f"--max-connections must be positive, got {args.max_connections}")
+        return {
+            "token": load_token(file=args.token_file),
+            "allow_hosts": args.allow_host,
+            "allow_origins": args.allow_origin,
+            "connections": ConnectionLimits(max_connections=args.max_connections),
+            "unix_socket": args.unix_socket,
+        }
+    given = (args.token_file, args.allow_host, args.allow_origin)
+    if any(given) or args.max_connections or args.unix_socket:
+        raise ConfigError(
+            "--token-file, --allow-host, --allow-origin, --max-connections and --unix-socket "
+            "need --transport http"
+        )
+    return {}
 
 
 def _log(line: str) -> None:

@@ -42,7 +42,7 @@ from toolsearch.catalog import tools_from_mcp_result
 from toolsearch.errors import CatalogError, ConfigError, ToolSearchError
 from toolsearch.mcp.config import ServerConfig
 from toolsearch.mcp.stdio import DEFAULT_MAX_MESSAGE_BYTES, MESSAGE_TOO_LARGE, stdio_transport
-from toolsearch.tool import Tool
+from toolsearch.tool import MAX_TOOL_NAME, Tool, normalize_name_part
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -69,6 +69,11 @@ DEFAULT_STARTUP_TIMEOUT = 30.0
 DEFAULT_CALL_TIMEOUT = 120.0
 #: Most tools one server may list; a server listing more fails with a clear error.
 DEFAULT_MAX_TOOLS = 10_000
+#: Seconds between attempts to reconnect a server that went away after connecting: each
+#: failed attempt waits the next delay, the last one repeating; a connection that stays up
+#: for :data:`STABLE_AFTER` seconds starts again from the first.
+RECONNECT_DELAYS: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 60.0)
+STABLE_AFTER = 60.0
 #: A server that pages forever cannot hang a listing.
 MAX_LIST_PAGES = 1000
 _STDERR_TAIL_LINES = 5
@@ -285,13 +290,25 @@ class McpServerConnection:
         self.protocol_version: str | None = None
         #: How many times the tool list was fetched (the first listing included).
         self.listings = 0
+        #: Listings since the latest (re)connection began.
+        self._run_listings = 0
+        #: Whether the server ever connected, and how often it was reconnected since.
+        self.ever_connected = False
+        self.reconnects = 0
         self._client: Client | None = None
         self._original_names: dict[str, str] = {}
         self._dirty = anyio.Event()
         self._eof = anyio.Event()
         self._errlog: IO[bytes] | None = None
+        #: Tool names listed shortened and already logged.
+        self._shortened: set[str] = set()
         #: Why the transport gave up on the server (invalid UTF-8, an oversized message).
         self._fatal_reason: str | None = None
+
+    @property
+    def first_listing(self) -> bool:
+        """Whether the latest listing is the first since the server (re)connected."""
+        return self._run_listings <= 1
 
     @property
     def name(self) -> str:
@@ -313,9 +330,35 @@ class McpServerConnection:
 
     # ------------------------------------------------------------------ running
 
+    async def run_supervised(self, delays: Sequence[float] = RECONNECT_DELAYS) -> None:
+        """:meth:`run`, and run again with growing pauses (``delays``) whenever a server that
+        had connected goes away — a crash, a closed connection — so one call that crashes a
+        server does not remove it for good. While it is down its error says when the next
+        attempt is (``...; reconnecting in 4 s, attempt 3``). A server that never connected
+        (a wrong command, a failed start) stays failed: retrying cannot fix its config."""
+        failures = 0
+        while True:
+            started = anyio.current_time()
+            await self.run()
+            if not self.ever_connected or not delays:
+                return
+            if self.status == "disconnected" and anyio.current_time() - started >= STABLE_AFTER:
+                failures = 0
+            delay = delays[min(failures, len(delays) - 1)]
+            failures += 1
+            error = (self.error or "the server went away").split("; reconnecting in")[0]
+            self._set(
+                self.status, error=f"{error}; reconnecting in {delay:g} s, attempt {failures}"
+            )
+            await anyio.sleep(delay)
+            self.reconnects += 1
+
     async def run(self) -> None:
         """Connect, list, follow changes; return once the server is gone (never raises for
         anything the server does; cancellation propagates)."""
+        self._run_listings = 0
+        self._eof = anyio.Event()  # a new transport: the last one's end is not this one's
+        self._dirty = anyio.Event()
         self._set("connecting", error=None, tools=())
         self._fatal_reason = None
         startup = anyio.CancelScope(deadline=anyio.current_time() + self.startup_timeout)
@@ -334,7 +377,7 @@ class McpServerConnection:
                             tools = await self._list_tools(client)
                             startup.deadline = math.inf
                             self._client = client
-                            connected = True
+                            connected = self.ever_connected = True
                             self._set("connected", tools=tools)
                             tasks.start_soon(self._relist_loop, client)
                             await self._eof.wait()
@@ -526,10 +569,30 @@ class McpServerConnection:
                 "invalid tools/list result: a tool's input schema is nested too deeply"
             ) from None
         self.listings += 1
+        self._run_listings += 1
         self._original_names = {
             tool.name: str(tool.metadata.get("mcp_name", tool.name)) for tool in tools
         }
+        self._report_shortened(tools)
         return tuple(tools)
+
+    def _report_shortened(self, tools: list[Tool]) -> None:
+        """Log, once per tool, a name that was over 64 characters and is listed shortened
+        (model APIs refuse longer names: docs/security.md, "Tool names")."""
+        for tool in tools:
+            own = self._original_names[tool.name]
+            full = self.config.tool_prefix + normalize_name_part(own)
+            if full != tool.name and tool.name not in self._shortened:
+                self._shortened.add(tool.name)
+                logger.warning(
+                    "MCP server %r: tool %r would be named %r, over the %d characters model "
+                    "APIs accept; it is listed and called as %r",
+                    self.name,
+                    own,
+                    full,
+                    MAX_TOOL_NAME,
+                    tool.name,
+                )
 
     # ------------------------------------------------------------------ calls
 
@@ -646,9 +709,13 @@ class McpServerConnection:
             fd = log.fileno()
             size = os.fstat(fd).st_size
             start = max(0, size - _STDERR_TAIL_BYTES)
-            data = os.pread(fd, size - start, start)
+            # A secret cut by the window's start would show its tail: read enough before it
+            # to redact any value that reaches into the window, then cut.
+            margin = min(start, self.config.longest_secret_bytes)
+            data = os.pread(fd, size - start + margin, start - margin)
         except (OSError, ValueError, AttributeError):
             return ""
-        text = data.decode("utf-8", errors="replace")
+        text = self.config.redact(data.decode("utf-8", errors="replace"))
+        text = text[-_STDERR_TAIL_BYTES:]  # redacted already: a cut shows no value's tail
         lines = [line.strip() for line in text.splitlines() if line.strip()]
         return " | ".join(lines[-_STDERR_TAIL_LINES:])

@@ -41,6 +41,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import quote, quote_plus
 
 from toolsearch.errors import ConfigError, LocatedError
 from toolsearch.tool import normalize_name_part
@@ -119,13 +120,25 @@ class ServerConfig:
 
     def redact(self, text: str) -> str:
         """``text`` with every value expanded from the environment written as its ``${VAR}``
-        again (longest value first), so errors and a server's stderr never show them."""
-        values = sorted({v: k for k, v in self.secrets.items() if v}.items(), key=_longest)
-        if not values or not text:
+        again (longest value first), so errors and a server's stderr never show them. A value
+        is also found URL-encoded (``%2B``, ``%2b`` or ``+`` for a space), as a server quoting
+        a request URL writes it."""
+        names: dict[str, str] = {}
+        for name, value in self.secrets.items():
+            for form in _encoded_forms(value):
+                names.setdefault(form, name)
+        if not names or not text:
             return text
-        names = dict(values)
-        pattern = re.compile("|".join(re.escape(value) for value, _ in values))
+        ordered = sorted(names, key=lambda form: (-len(form), form))
+        pattern = re.compile("|".join(re.escape(form) for form in ordered))
         return pattern.sub(lambda match: f"${{{names[match.group(0)]}}}", text)
+
+    @property
+    def longest_secret_bytes(self) -> int:
+        """The UTF-8 length of the longest form :meth:`redact` hides (0 without secrets): a
+        text cut anywhere must keep this much before the cut to redact what straddles it."""
+        forms = (form for value in self.secrets.values() for form in _encoded_forms(value))
+        return max((len(form.encode("utf-8")) for form in forms), default=0)
 
     @property
     def tool_prefix(self) -> str:
@@ -140,8 +153,17 @@ class ServerConfig:
         return self.redact(self.url or "")
 
 
-def _longest(item: tuple[str, str]) -> tuple[int, str]:
-    return (-len(item[0]), item[0])
+def _encoded_forms(value: str) -> set[str]:
+    """``value`` as written and URL-encoded (``quote`` with and without ``/`` kept,
+    ``quote_plus``, each with upper- and lower-case hex digits); empty for an empty value."""
+    if not value:
+        return set()
+    forms = {value, quote(value, safe=""), quote(value), quote_plus(value, safe="")}
+    lower = {_PERCENT_HEX.sub(lambda m: m.group(0).lower(), form) for form in forms}
+    return forms | lower
+
+
+_PERCENT_HEX = re.compile(r"%[0-9A-F]{2}")
 
 
 @dataclass(frozen=True, slots=True)

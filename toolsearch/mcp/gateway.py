@@ -23,6 +23,7 @@ request passes Host/Origin allow-lists and, off loopback, a bearer token (docs/s
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import itertools
 import json
@@ -30,16 +31,21 @@ import logging
 import os
 import signal
 import socket
+import stat
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
+
+import anyio
 
 from toolsearch.engine import DEFAULT_MAX_RESULTS, tool_search_tool
 from toolsearch.errors import BackendError, ConfigError, QueryError
 from toolsearch.mcp.client import ToolCallResult, require_sdk
 from toolsearch.mcp.config import McpConfig
+from toolsearch.mcp.http_connections import ConnectionLimits
 from toolsearch.mcp.hub import HubSearchResult, McpHub, ToolChange
 
 if TYPE_CHECKING:
@@ -48,6 +54,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CALL_TOOL_NAME",
+    "LOOPBACK_WARNING",
     "MAX_QUERIES",
     "MAX_REMOVED_NOTICES",
     "MAX_SESSIONS",
@@ -161,6 +168,8 @@ def _found_payload(
         payload["failed_mcp_servers"] = dict(found.failed_servers)
     if found.index_error is not None:
         payload["index_error"] = f"{found.index_error}; retrying, results may miss recent changes"
+    if found.degraded:
+        payload["search_degraded"] = found.degraded_text()
     if removed.names:
         payload["removed_tools"] = dict(removed.names)
     if removed.more or removed.missed:
@@ -284,6 +293,8 @@ class Gateway:
         record.update(removed.counts())
         if found.index_error is not None:
             record["index_error"] = found.index_error
+        if found.degraded:
+            record["search_degraded"] = dict(found.degraded)
         if tools:
             text = json.dumps(
                 _found_payload(found, tools, removed, merged), ensure_ascii=False, indent=1
@@ -378,26 +389,41 @@ class Gateway:
         token: str | None = None,
         allow_hosts: Iterable[str] = (),
         allow_origins: Iterable[str] = (),
+        connections: ConnectionLimits | None = None,
+        log: Callable[[str], None] | None = None,
+        unix_socket: str | Path | None = None,
     ) -> int | None:
-        """Serve streamable HTTP on ``host:port`` (``port=0`` picks a free one) until SIGINT
-        or SIGTERM, and return that signal's number; ``on_ready`` gets the endpoint URL once
-        the socket listens.
+        """Serve streamable HTTP on ``host:port`` (``port=0`` picks a free one), or on the
+        Unix domain socket ``unix_socket`` instead, until SIGINT or SIGTERM, and return that
+        signal's number; ``on_ready`` gets the endpoint URL (``unix:<file>:<path>`` for a
+        socket) once it listens.
 
         Every request passes :class:`~toolsearch.mcp.http_security.HttpSecurity` first:
         ``Host`` and ``Origin`` allow-lists and, when ``token`` is set, a bearer token — which
-        a non-loopback ``host`` requires (``ConfigError`` otherwise, before listening)."""
-        import uvicorn
+        a non-loopback ``host`` requires (``ConfigError`` otherwise, before listening). A Unix
+        socket is made readable and writable by its owner only (mode 0600): the file's
+        permissions decide who connects, and ``token`` is optional there too.
+        Before that, ``connections`` bounds open connections and how long a request may take
+        to arrive (:mod:`toolsearch.mcp.http_connections`); refusals are reported to ``log``
+        (default: this module's logger), one line per kind per interval."""
         from mcp.server.transport_security import TransportSecuritySettings
 
         from toolsearch.mcp.http_security import HttpSecurity, SecurityMiddleware
 
-        # Checked before binding so a refused address never listens; re-made for port 0.
-        HttpSecurity.for_address(host, port or 1, token=token)
-        sock = listening_socket(host, port)
-        bound = sock.getsockname()[1]
-        security = HttpSecurity.for_address(
-            host, bound, allow_hosts=allow_hosts, allow_origins=allow_origins, token=token
-        )
+        if unix_socket is not None:
+            security = HttpSecurity.for_unix_socket(token=token)
+            sock = unix_listening_socket(unix_socket)
+            url = f"unix:{unix_socket}:{path}"
+        else:
+            # Checked before binding so a refused address never listens; re-made for port 0.
+            HttpSecurity.for_address(host, port or 1, token=token)
+            sock = listening_socket(host, port)
+            bound = sock.getsockname()[1]
+            security = HttpSecurity.for_address(
+                host, bound, allow_hosts=allow_hosts, allow_origins=allow_origins, token=token
+            )
+            shown = f"[{host}]" if sock.family == socket.AF_INET6 else host
+            url = f"http://{shown}:{bound}{path}"
         own_checks_off = TransportSecuritySettings(enable_dns_rebinding_protection=False)
         app = SecurityMiddleware(
             self.server().streamable_http_app(
@@ -405,21 +431,88 @@ class Gateway:
             ),
             security,
         )
-        config = uvicorn.Config(
-            app,
-            log_config=None,
-            log_level="warning",
-            lifespan="on",
-            # open streams must not hold a stopping gateway for longer than this
-            timeout_graceful_shutdown=int(SHUTDOWN_GRACE),
-        )
-        shown = f"[{host}]" if sock.family == socket.AF_INET6 else host
-        if on_ready is not None:
-            on_ready(f"http://{shown}:{bound}{path}")
-        server = _QuietServer(config)
-        with sock:
-            await server.serve(sockets=[sock])
+        try:
+            with sock:
+                return await _serve_uvicorn(
+                    app, sock, connections or ConnectionLimits(), log, url, on_ready
+                )
+        finally:
+            if unix_socket is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(unix_socket)
+
+
+async def _serve_uvicorn(
+    app: Any,
+    sock: socket.socket,
+    connections: ConnectionLimits,
+    log: Callable[[str], None] | None,
+    url: str,
+    on_ready: Callable[[str], None] | None,
+) -> int | None:
+    """Run uvicorn on ``sock`` under ``connections``, its refusals logged once per kind per
+    interval; ``on_ready(url)`` once it is about to accept. Returns the signal that stopped
+    it."""
+    import uvicorn
+
+    from toolsearch.mcp.http_connections import (
+        QuietUvicornWarnings,
+        RefusalLog,
+        guarded_protocol,
+        quiet_accept_errors,
+    )
+
+    refusals = RefusalLog(connections.log_interval, log)
+    config = uvicorn.Config(
+        app,
+        log_config=None,
+        log_level="warning",
+        lifespan="on",
+        http=guarded_protocol(connections, refusals),
+        timeout_keep_alive=connections.keep_alive,
+        # open streams must not hold a stopping gateway for longer than this
+        timeout_graceful_shutdown=int(SHUTDOWN_GRACE),
+    )
+    restore_handler = quiet_accept_errors(asyncio.get_running_loop(), refusals)
+    quiet = QuietUvicornWarnings(refusals)
+    uvicorn_log = logging.getLogger("uvicorn.error")
+    uvicorn_log.addFilter(quiet)
+    if on_ready is not None:
+        on_ready(url)
+    server = _QuietServer(config)
+    try:
+        await server.serve(sockets=[sock])
         return server.stopped_by
+    finally:
+        uvicorn_log.removeFilter(quiet)
+        restore_handler()
+
+
+def unix_listening_socket(file: str | Path) -> socket.socket:
+    """A Unix domain socket listening at ``file``, made with mode 0600 (created under a
+    umask that gives no one else access, so there is no moment it is open to others). A
+    socket file left by a gateway that is gone is replaced; a live one, or any other file,
+    is a :class:`ConfigError`."""
+    file = Path(file)
+    if file.exists() or file.is_symlink():
+        if not stat.S_ISSOCK(file.lstat().st_mode):
+            raise ConfigError(f"cannot listen on {file}: it exists and is not a socket")
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            if probe.connect_ex(str(file)) == 0:
+                raise ConfigError(f"cannot listen on {file}: another server is listening there")
+        file.unlink()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    previous = os.umask(0o177)
+    try:
+        sock.bind(str(file))
+        os.chmod(file, 0o600)
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(f"cannot listen on {file}: {exc.strerror or exc}") from exc
+    finally:
+        os.umask(previous)
+    return sock
 
 
 class _StdinLines:
@@ -492,6 +585,13 @@ def listening_socket(host: str, port: int) -> socket.socket:
         raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
     return sock
 
+
+#: Logged by an HTTP gateway on loopback without a token (docs/security.md, "Local users").
+LOOPBACK_WARNING = (
+    "warning: HTTP on a loopback address without a token: every user of this machine can "
+    "search and run these tools as you. Use --unix-socket FILE (only you can connect) or "
+    "--token-file FILE"
+)
 
 #: Seconds a cancelled HTTP gateway waits for open requests and its lifespan to finish.
 SHUTDOWN_GRACE = 5.0
@@ -568,6 +668,8 @@ async def serve(
     token: str | None = None,
     allow_hosts: Iterable[str] = (),
     allow_origins: Iterable[str] = (),
+    connections: ConnectionLimits | None = None,
+    unix_socket: str | Path | None = None,
     **hub_options: Any,
 ) -> int | None:
     """Run the gateway for ``config`` until its client goes away (stdio) or it is stopped
@@ -576,10 +678,12 @@ async def serve(
 
     ``log`` gets one line per event worth an operator's eye: a deny rule that matches nothing,
     a server connected (with its tool count), failed or disconnected (with its error), and
-    once every server has settled. ``token``, ``allow_hosts`` and ``allow_origins`` guard
-    the HTTP transport (see :meth:`Gateway.run_http`). A config without enabled servers is a
+    once every server has settled, and refused HTTP connections (one line per kind per
+    interval). ``token``, ``allow_hosts``, ``allow_origins`` and ``connections`` guard the
+    HTTP transport, which listens on ``unix_socket`` instead of ``host:port`` when it is
+    given (see :meth:`Gateway.run_http`). A config without enabled servers is a
     :class:`ConfigError`: such a gateway would serve nothing."""
-    _check_servable(config, transport, host, port, token)
+    _check_servable(config, transport, None if unix_socket else host, port, token)
     require_sdk()
     log = log or (lambda line: None)
     user_change = hub_options.pop("on_change", None)
@@ -590,29 +694,37 @@ async def serve(
         if user_change is not None:
             user_change(change)
 
+    if transport == "http" and unix_socket is None and token is None:
+        log(LOOPBACK_WARNING)
     hub = McpHub(config, on_change=on_change, **hub_options)
     for rule in hub.unmatched_rules:
         log(f"warning: deny rule {rule.text!r} matches no configured server or tool")
-    async with hub:
+    async with hub, anyio.create_task_group() as tasks:
+        tasks.start_soon(watcher.settle, hub)
         gateway = Gateway(hub)
+        stopped_by: int | None = None
         if transport == "stdio":
             if on_ready is not None:
                 on_ready("stdio")
             await gateway.run_stdio()
-            return None
         else:
-            return await gateway.run_http(
+            stopped_by = await gateway.run_http(
                 host,
                 port,
                 on_ready=on_ready,
                 token=token,
                 allow_hosts=allow_hosts,
                 allow_origins=allow_origins,
+                connections=connections,
+                log=log,
+                unix_socket=unix_socket,
             )
+        tasks.cancel_scope.cancel()
+    return stopped_by
 
 
 def _check_servable(
-    config: McpConfig, transport: str, host: str, port: int, token: str | None
+    config: McpConfig, transport: str, host: str | None, port: int, token: str | None
 ) -> None:
     """Refuse, before connecting anything, a gateway that would serve nothing or listen
     unprotected."""
@@ -625,7 +737,7 @@ def _check_servable(
             f"{where} has no enabled MCP servers{': ' + why if why else ''}; the gateway would "
             "serve nothing. Add servers under 'mcpServers'"
         )
-    if transport == "http":
+    if transport == "http" and host is not None:  # None: a Unix socket
         from toolsearch.mcp.http_security import HttpSecurity
 
         HttpSecurity.for_address(host, port or 1, token=token)
@@ -636,20 +748,20 @@ class _ServerLog:
 
     def __init__(self, log: Callable[[str], None]) -> None:
         self.log = log
-        self.settled = False
+
+    async def settle(self, hub: McpHub) -> None:
+        """Say once that every server has settled — connected *and searchable*, or failed:
+        no server is pending any more (docs/concurrency.md)."""
+        await hub.wait_ready()
+        states = [state.status for state in hub.servers.values()]
+        counts = ", ".join(f"{states.count(s)} {s}" for s in dict.fromkeys(states))
+        self.log(f"every MCP server has settled: {counts}; all their tools are searchable")
 
     def change(self, hub: McpHub, change: ToolChange) -> None:
         server = change.server
         if change.reason == "connected":
             count = len(hub.servers[server].tools)
-            self.log(f"MCP server {server!r} connected: {count} tools")
+            again = "re" if hub.connection(server).reconnects else ""
+            self.log(f"MCP server {server!r} {again}connected: {count} tools")
         elif change.reason in ("failed", "disconnected"):
             self.log(f"MCP server {server!r} {change.reason}: {change.detail}")
-        if self.settled:
-            return
-        # by status, not hub.pending_servers: a large server still being indexed has settled
-        states = [state.status for state in hub.servers.values()]
-        if "connecting" not in states:
-            self.settled = True
-            counts = ", ".join(f"{states.count(s)} {s}" for s in dict.fromkeys(states))
-            self.log(f"every MCP server has settled: {counts}")

@@ -157,6 +157,17 @@ class HttpSecurity:
     #: Listening on every interface: ``Host`` may also be any address of the machine's.
     any_own_address: bool = False
     port: int | None = None
+    #: Listening on a Unix socket: any ``Host`` names it (no browser can reach one).
+    any_host: bool = False
+
+    @classmethod
+    def for_unix_socket(cls, *, token: str | None = None) -> HttpSecurity:
+        """The rules for a gateway on a Unix domain socket: its file's permissions decide
+        who may connect, so ``Host`` is not checked (DNS rebinding needs a TCP address) and
+        ``token`` is optional; a browser ``Origin`` is still refused."""
+        if token is not None:
+            check_token(token)
+        return cls(frozenset(), frozenset(), token, any_host=True)
 
     @classmethod
     def for_address(
@@ -193,7 +204,7 @@ class HttpSecurity:
 
     def host_allowed(self, host: str) -> bool:
         """Whether a (lower-case) ``host[:port]`` names this gateway."""
-        if host in self.allowed_hosts:
+        if self.any_host or host in self.allowed_hosts:
             return True
         if not self.any_own_address:
             return False
@@ -207,6 +218,8 @@ class HttpSecurity:
         origin = origin.strip().lower().rstrip("/")
         if origin in self.allowed_origins:
             return True
+        if self.any_host:
+            return False
         scheme, _, host = origin.partition("://")
         return scheme in ("http", "https") and "/" not in host and self.host_allowed(host)
 

@@ -7,8 +7,16 @@ front of it (docs/security.md, "HTTP gateway"):
 
 - a client (a peer address) keeps at most ``per_client`` sessions: opening one more closes
   that client's least recently used idle session, so a client that never sends ``DELETE``
-  only ever replaces its own sessions. Only when all of them have a request in flight (an
-  open event stream counts) is the new one refused, with ``429``;
+  only ever replaces its own sessions. Only when all of them have a request in flight is the
+  new one refused, with ``429``;
+- a client keeps at most ``streams_per_client`` event streams (``GET`` requests, which stay
+  open) at once, half its sessions by default; one more stream is refused with ``429``. So
+  open streams alone never leave a client without an idle session to replace, and a new
+  session from the same address (on loopback, another local user) still opens;
+- the gateway keeps at most ``max_sessions`` sessions in all: at the bound, a new session
+  closes the least recently used idle session of the client holding the most, so clients
+  spread over many addresses replace each other's sessions, not those of a client with few;
+  ``503`` only when every session has a request in flight;
 - a session with no request in flight for ``idle_timeout`` seconds is closed the next time any
   session is opened.
 
@@ -26,10 +34,17 @@ from typing import Any
 
 from toolsearch.errors import ConfigError
 
-__all__ = ["DEFAULT_IDLE_TIMEOUT", "DEFAULT_SESSIONS_PER_CLIENT", "SessionLimits"]
+__all__ = [
+    "DEFAULT_IDLE_TIMEOUT",
+    "DEFAULT_MAX_SESSIONS",
+    "DEFAULT_SESSIONS_PER_CLIENT",
+    "SessionLimits",
+]
 
 #: Sessions one client (peer address) may keep open; more replace its least recently used.
 DEFAULT_SESSIONS_PER_CLIENT = 64
+#: Sessions the gateway keeps in all (the SDK's own bound, 10,000, refuses everyone beyond).
+DEFAULT_MAX_SESSIONS = 1024
 #: Seconds without a request in flight after which a session is closed.
 DEFAULT_IDLE_TIMEOUT = 600.0
 
@@ -86,10 +101,16 @@ async def _no_body() -> Message:
     return {"type": "http.request", "body": b"", "more_body": False}
 
 
+def _check_count(value: object, label: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{label} must be a positive integer, got {value!r}")
+
+
 class SessionLimits:
     """An ASGI middleware bounding the stateful MCP sessions of the app it wraps: at most
-    ``per_client`` per peer address, none idle for longer than ``idle_timeout`` seconds.
-    ``clock`` is the monotonic time source."""
+    ``per_client`` per peer address (``streams_per_client`` of them with an open event
+    stream; default half), ``max_sessions`` in all, none idle for longer than
+    ``idle_timeout`` seconds. ``clock`` is the monotonic time source."""
 
     def __init__(
         self,
@@ -97,10 +118,15 @@ class SessionLimits:
         *,
         per_client: int = DEFAULT_SESSIONS_PER_CLIENT,
         idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+        max_sessions: int = DEFAULT_MAX_SESSIONS,
+        streams_per_client: int | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        if isinstance(per_client, bool) or not isinstance(per_client, int) or per_client < 1:
-            raise ConfigError(f"sessions per client must be a positive integer, got {per_client!r}")
+        _check_count(per_client, "sessions per client")
+        _check_count(max_sessions, "max_sessions")
+        if streams_per_client is None:
+            streams_per_client = max(1, per_client // 2)
+        _check_count(streams_per_client, "streams per client")
         if not (isinstance(idle_timeout, int | float) and 0 < idle_timeout < float("inf")):
             raise ConfigError(
                 "the session idle timeout must be a positive number of seconds, "
@@ -108,7 +134,11 @@ class SessionLimits:
             )
         self.app = app
         self.per_client = per_client
+        self.max_sessions = max_sessions
+        self.streams_per_client = streams_per_client
         self.idle_timeout = idle_timeout
+        #: Open event streams (GET requests) by client.
+        self._streams: dict[str, int] = {}
         self.clock = clock
         #: Every open session, least recently used first.
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
@@ -152,7 +182,11 @@ class SessionLimits:
         await self._close_idle()
         held = self.open_sessions(client) + self._opening.get(client, 0)
         if held >= self.per_client and not await self._close_oldest_idle(client):
-            await _refuse(send, self.per_client)
+            await _refuse(send, 429, _client_full(self.per_client))
+            return
+        in_all = len(self._sessions) + sum(self._opening.values())
+        if in_all >= self.max_sessions and not await self._close_for_room():
+            await _refuse(send, 503, _gateway_full(self.max_sessions))
             return
         self._opening[client] = self._opening.get(client, 0) + 1
         request = _Request()
@@ -206,6 +240,15 @@ class SessionLimits:
                 return True
         return False
 
+    async def _close_for_room(self) -> bool:
+        """At the total bound: close the least recently used idle session of the client that
+        holds the most sessions (the next one if all of its are busy)."""
+        holders = sorted(self._by_client, key=lambda c: len(self._by_client[c]), reverse=True)
+        for client in holders:
+            if await self._close_oldest_idle(client):
+                return True
+        return False
+
     async def _close(self, session_id: str) -> None:
         """End a session as its client would: a ``DELETE`` for it, to the app."""
         session = self._forget(session_id)
@@ -222,6 +265,12 @@ class SessionLimits:
         """A request within a session keeps it busy until answered; a 404 or a DELETE that
         succeeded means the session is gone."""
         session = self._sessions.get(session_id)
+        stream = scope.get("method") == "GET" and session is not None
+        if stream and session is not None:
+            if self._streams.get(session.client, 0) >= self.streams_per_client:
+                await _refuse(send, 429, _streams_full(self.streams_per_client))
+                return
+            self._streams[session.client] = self._streams.get(session.client, 0) + 1
         request = _Request(session_id if session is not None else None)
         if session is not None:
             session.in_flight += 1
@@ -237,6 +286,10 @@ class SessionLimits:
         try:
             await self.app(scope, receive, watch)
         finally:
+            if stream and session is not None:
+                self._streams[session.client] -= 1
+                if not self._streams[session.client]:
+                    del self._streams[session.client]
             self._finish(request)
             deleted = scope.get("method") == "DELETE" and status and status[0] < 300
             if session is not None and status and (status[0] == 404 or deleted):
@@ -267,15 +320,32 @@ class SessionLimits:
         return session
 
 
-async def _refuse(send: Send, limit: int) -> None:
-    body = (
+def _client_full(limit: int) -> str:
+    return (
         f"Too many open sessions from this client (at most {limit}, each with a request in "
         "flight): close one with DELETE, or retry later"
-    ).encode()
+    )
+
+
+def _streams_full(limit: int) -> str:
+    return (
+        f"Too many open event streams from this client (at most {limit}): close one, or retry later"
+    )
+
+
+def _gateway_full(limit: int) -> str:
+    return (
+        f"The gateway holds its limit of {limit} sessions, each with a request in flight: "
+        "retry later"
+    )
+
+
+async def _refuse(send: Send, status: int, reason: str) -> None:
+    body = reason.encode()
     await send(
         {
             "type": "http.response.start",
-            "status": 429,
+            "status": status,
             "headers": [
                 (b"content-type", b"text/plain; charset=utf-8"),
                 (b"content-length", str(len(body)).encode()),

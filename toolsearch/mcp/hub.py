@@ -56,6 +56,7 @@ from toolsearch.mcp.client import (
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_MAX_TOOLS,
     DEFAULT_STARTUP_TIMEOUT,
+    RECONNECT_DELAYS,
     McpServerConnection,
     ProtocolMode,
     ServerStatus,
@@ -71,6 +72,7 @@ __all__ = [
     "MAX_CHANGES",
     "MAX_REMOVED",
     "OFF_LOOP_TOOLS",
+    "SERVER_SHARE",
     "UPDATE_INTERVAL",
     "BlockingMcpHub",
     "HubSearchResult",
@@ -88,9 +90,14 @@ OFF_LOOP_TOOLS = 500
 MAX_CHANGES = 1000
 #: Removed tool names remembered to say why they are gone (the oldest are forgotten first).
 MAX_REMOVED = 10_000
-#: Seconds between two index updates while changes keep arriving: a server that re-lists
-#: all the time is applied at most this often, its changes coalesced into one diff.
+#: Seconds between two index updates of one server while its changes keep arriving: a
+#: server that re-lists all the time is applied at most this often, its changes coalesced
+#: into one diff.
 UPDATE_INTERVAL = 0.5
+#: The share of the indexing time one re-listing server may take: after an update of it
+#: that took t seconds, its next one waits t * (1 - share) / share (and at least
+#: :data:`UPDATE_INTERVAL`), and other servers' updates run in between.
+SERVER_SHARE = 0.25
 #: How much nicer search threads are than the process's main thread (its event loop), so a
 #: saturated machine serves calls first.
 SEARCH_NICE = 10
@@ -165,6 +172,9 @@ class HubSearchResult:
     failed_servers: Mapping[str, str] = field(default_factory=dict)
     #: Why the latest index update failed (it is being retried), or None.
     index_error: str | None = None
+    #: Members of the search backend that failed (a hybrid's embedding member whose model
+    #: cannot be loaded), with why: results come from the other members only.
+    degraded: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def names(self) -> list[str]:
@@ -186,7 +196,16 @@ class HubSearchResult:
             listing = "; ".join(f"{name} ({error})" for name, error in self.failed_servers.items())
             stop = "" if text.endswith(".") else "."
             text += f"{stop} Some MCP servers are unavailable: {listing}"
+        if self.degraded:
+            text += f"\n{self.degraded_text()}"
         return text
+
+    def degraded_text(self) -> str:
+        """One sentence naming the failed search members ("" when none failed)."""
+        if not self.degraded:
+            return ""
+        listing = "; ".join(f"{name} ({why})" for name, why in self.degraded.items())
+        return f"Search is degraded, ranking without: {listing}"
 
     def to_record(self) -> dict[str, Any]:
         """The engine's record plus ``failed_mcp_servers``."""
@@ -194,6 +213,8 @@ class HubSearchResult:
         record["failed_mcp_servers"] = dict(self.failed_servers)
         if self.index_error is not None:
             record["index_error"] = self.index_error
+        if self.degraded:
+            record["search_degraded"] = dict(self.degraded)
         return record
 
 
@@ -257,6 +278,7 @@ class McpHub:
         max_tools: int = DEFAULT_MAX_TOOLS,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         search_threads: int = DEFAULT_SEARCH_THREADS,
+        reconnect_delays: Sequence[float] = RECONNECT_DELAYS,
     ) -> None:
         configs = list(servers.servers if isinstance(servers, McpConfig) else servers)
         if configs:
@@ -268,6 +290,12 @@ class McpHub:
         if search_threads < 1:
             raise ConfigError(f"search_threads must be a positive integer, got {search_threads!r}")
         self.search_threads = search_threads
+        if not all(isinstance(d, int | float) and 0 <= d < float("inf") for d in reconnect_delays):
+            raise ConfigError(
+                f"reconnect_delays must be seconds (0 or more), got {list(reconnect_delays)!r}"
+            )
+        #: Pauses before reconnecting a server that went away (empty: never reconnect).
+        self.reconnect_delays = tuple(reconnect_delays)
         self.rules: list[DenyRule] = parse_rules(deny)
         self._local = list(tools)
         #: Rules that match no local tool and no tool a configured server could offer.
@@ -301,7 +329,9 @@ class McpHub:
         #: tools changed since (a tool changed by several listings counts once).
         self._unapplied: set[str] = set()
         self._applying: set[str] = set()
-        self._unapplied_tools: set[str] = set()
+        self._unapplied_tools: dict[str, set[str]] = {}
+        #: When each relisting server may next be applied (its share of the indexing time).
+        self._next_update: dict[str, float] = {}
         #: Connected servers whose tools have been searchable at least once.
         self._searchable: set[str] = set()
         self._dirty = anyio.Event()
@@ -332,7 +362,8 @@ class McpHub:
         stack.callback(self._search_threads().close)
         tasks.start_soon(self._index_loop, name="toolsearch index updates")
         for connection in self._connections.values():
-            tasks.start_soon(connection.run, name=f"mcp server {connection.name}")
+            run = functools.partial(connection.run_supervised, self.reconnect_delays)
+            tasks.start_soon(run, name=f"mcp server {connection.name}")
         self._stack, self._tasks = stack, tasks
         return self
 
@@ -459,15 +490,24 @@ class McpHub:
             self._visible = {}
             self.engine.set_tools(self._visible_pool())
 
-    def _visible_pool(self) -> list[Tool]:
+    def _visible_pool(self, only: set[str] | None = None) -> list[Tool]:
         """The permitted pool. Each tool's visible form (denied: None; else itself, or a copy
         without denied aliases or, for a gateway, without ``alwaysLoad``) is kept while the
         tool is the same object, so a change costs rule checks for the changed tools only and
-        the engine sees the other tools unchanged."""
+        the engine sees the other tools unchanged. With ``only``, servers not in it keep the
+        tools the engine holds for them now (their changes wait for their own update)."""
         cache: dict[int, tuple[Tool, Tool | None]] = {}
         pool: list[Tool] = []
         sources: list[tuple[Sequence[Tool], bool]] = [(self._local, False)]
-        sources += [(c.tools, self._defer_all) for c in self._connections.values()]
+        if only is not None:
+            held = {n for n in self._connections if n not in only}
+            pool += [t for t in self.engine.pool if t.server in held and t.mcp]
+            cache = {k: v for k, v in self._visible.items() if v[0].server in held}
+        sources += [
+            (c.tools, self._defer_all)
+            for n, c in self._connections.items()
+            if only is None or n in only
+        ]
         for tools, defer in sources:
             for tool in tools:
                 kept = self._visible.get(id(tool))
@@ -508,7 +548,7 @@ class McpHub:
         self._remember_removed(removed, _why_removed(connection, reason))
         if added or removed or changed or status == "connected":
             self._unapplied.add(connection.name)
-            self._unapplied_tools.update(added, removed, changed)
+            self._unapplied_tools.setdefault(connection.name, set()).update(added, removed, changed)
             self._dirty.set()
         self.engine.pending_servers = self._pending()
         if added or removed or changed or reason in ("connected", "failed", "disconnected"):
@@ -547,22 +587,33 @@ class McpHub:
     # ------------------------------------------------------------------ index updates
 
     async def _index_loop(self) -> None:
-        """Apply pool changes one update at a time, off the event loop. Changes that arrive
-        during an update are applied together by the next one; a failed update is retried
-        (with growing pauses) until the backend takes it, and no server is dropped for it."""
+        """Apply pool changes one update at a time, off the event loop, one batch of servers
+        at a time (:meth:`_next_batch`): a server's first listing before any relisting, and a
+        server that keeps relisting at most as often as its share of the indexing time allows.
+        A failed update is retried (with growing pauses) until the backend takes it, and no
+        server is dropped for it."""
         failures = 0
         while True:
-            await self._dirty.wait()
+            if not self._unapplied:
+                await self._dirty.wait()
             self._dirty = anyio.Event()
-            self._applying, self._unapplied = self._unapplied, set()
-            changed, self._unapplied_tools = self._unapplied_tools, set()
-            connected = {n for n in self._applying if self._connections[n].status == "connected"}
+            batch, wait = self._next_batch(anyio.current_time())
+            if not batch:  # every server with changes is over its share: until the first may
+                with anyio.move_on_after(wait):
+                    await self._dirty.wait()
+                continue
+            self._applying = batch
+            self._unapplied -= batch
+            changed = set().union(*(self._unapplied_tools.pop(n, set()) for n in batch))
+            connected = {n for n in batch if self._connections[n].status == "connected"}
+            relisted = batch & self._searchable
+            began = anyio.current_time()
             try:
-                await self._apply(self._visible_pool(), len(changed))
+                await self._apply(self._visible_pool(batch), len(changed))
             except Exception as exc:
                 failures += 1
-                self._unapplied |= self._applying
-                self._index_failed(exc, changed)
+                self._unapplied |= batch
+                self._index_failed(exc, dict.fromkeys(batch, changed))
                 await anyio.sleep(_RETRY_DELAYS[min(failures, len(_RETRY_DELAYS)) - 1])
                 continue
             finally:
@@ -570,15 +621,30 @@ class McpHub:
             if failures:
                 logger.warning("the search index is up to date again")
             failures, self.index_error = 0, None
+            cost = anyio.current_time() - began
+            for name in relisted:  # its next relisting waits in proportion to this one's cost
+                self._next_update[name] = anyio.current_time() + max(
+                    UPDATE_INTERVAL, cost * (1 - SERVER_SHARE) / SERVER_SHARE
+                )
             self._searchable |= {n for n in connected if self._connections[n].status == "connected"}
             self.engine.pending_servers = self._pending()
             self._wake()
-            if self._dirty.is_set():  # changes keep coming: let the next ones gather
-                await anyio.sleep(UPDATE_INTERVAL)
 
-    def _index_failed(self, exc: Exception, changed: set[str]) -> None:
+    def _next_batch(self, now: float) -> tuple[set[str], float]:
+        """The servers to apply next, or none and how long until one may be: servers whose
+        tools are not searchable yet (connecting, or just gone) come first and alone, so a
+        static server is searchable after its own indexing whatever its neighbours do; then
+        every server whose share allows it (:data:`SERVER_SHARE`)."""
+        due = {n for n in self._unapplied if self._next_update.get(n, 0.0) <= now}
+        fresh = {n for n in due if n not in self._searchable}
+        if fresh or due:
+            return fresh or due, 0.0
+        return set(), min(self._next_update[n] for n in self._unapplied) - now
+
+    def _index_failed(self, exc: Exception, changed: Mapping[str, set[str]]) -> None:
         """Keep the failed update for the next attempt and say why, once per new reason."""
-        self._unapplied_tools |= changed
+        for name, tools in changed.items():
+            self._unapplied_tools.setdefault(name, set()).update(tools)
         self._dirty.set()
         message = str(exc) or type(exc).__name__
         if message != self.index_error:
@@ -650,20 +716,41 @@ class McpHub:
             tools=tuple(tool for tool in found.values() if tool is not None),
             failed_servers=self.failed_servers,
             index_error=self.index_error,
+            degraded=self.degraded_members(),
         )
+
+    def degraded_members(self) -> dict[str, str]:
+        """Members of the engine's backend that failed, with why (a hybrid reports its
+        members' states; other backends have none)."""
+        states = getattr(self.engine.backend, "member_states", None)
+        if not callable(states):
+            return {}
+        return {
+            name: state.removeprefix("failed: ")
+            for name, state in states().items()
+            if isinstance(state, str) and state.startswith("failed")
+        }
 
     def unavailable_reason(self, name: str) -> str:
         """Why ``name`` cannot be called now: denied, removed, its server failed or is still
         connecting, or no such tool."""
         if self.is_denied(name):
             return f"tool {name!r} is not available: denied by a permission rule"
-        if name in self._removed:
-            return f"tool {name!r} was removed: {self._removed[name]}"
         server = _server_of(name, self._prefixes)
+        coming_back = (
+            server is not None
+            and bool(self.reconnect_delays)
+            and self._connections[server].ever_connected
+            and self._connections[server].status != "connected"
+        )
+        if name in self._removed and not coming_back:
+            return f"tool {name!r} was removed: {self._removed[name]}"
         if server is not None:
             connection = self._connections[server]
             if server in self._pending():
                 doing = "connecting" if connection.status == "connecting" else "being indexed"
+                if connection.status == "connecting" and connection.ever_connected:
+                    doing = "reconnecting"
                 return (
                     f"tool {name!r} is not available yet: MCP server {server!r} is still "
                     f"{doing}; try again shortly"
@@ -712,7 +799,7 @@ def _reason(connection: McpServerConnection, had_tools: bool) -> str:
     """The :class:`ToolChange` reason of a server event."""
     if connection.status in ("disconnected", "failed"):
         return connection.status
-    return "list_changed" if had_tools or connection.listings > 1 else "connected"
+    return "list_changed" if had_tools or not connection.first_listing else "connected"
 
 
 def _why_removed(connection: McpServerConnection, reason: str) -> str:
