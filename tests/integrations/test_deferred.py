@@ -89,3 +89,60 @@ def test_a_pool_without_a_hub_cannot_call_one() -> None:
     pool = DeferredPool([Tool("a", should_defer=True)], backend="keyword")
     with pytest.raises(ConfigError, match="this pool has no MCP hub"):
         pool.call_hub("a", {})
+
+
+def adapter_tools() -> list[Tool]:
+    """Tools an MCP adapter named its own way (``<server>_<tool>``), with the server known."""
+    return [
+        framework_tool(
+            f"workspace_{tool}",
+            f"{tool} on the workspace",
+            None,
+            deferred=True,
+            server="workspace",
+            server_tool=tool,
+        )
+        for tool in ("github_delete_repository", "github_list_issue")
+    ]
+
+
+@pytest.mark.parametrize(
+    "rule", ["mcp__workspace", "mcp__workspace__*", "mcp__workspace__github_delete_repository"]
+)
+def test_server_rules_apply_to_tools_an_adapter_named(rule: str) -> None:
+    pool = DeferredPool(adapter_tools(), deny=[rule], backend="keyword")
+    assert pool.pool.get("workspace_github_delete_repository") is None
+    assert pool.is_denied("workspace_github_delete_repository")
+    answer = pool.search("select:mcp__workspace__github_delete_repository")
+    assert answer.names == ()
+
+
+def test_the_claude_code_name_of_an_adapter_tool_selects_it() -> None:
+    pool = DeferredPool(adapter_tools(), backend="keyword")
+    answer = pool.search("select:mcp__workspace__github_list_issue")
+    assert answer.names == ("workspace_github_list_issue",)
+
+
+def test_a_tool_outside_the_pool_is_denied_by_its_server() -> None:
+    pool = DeferredPool([], deny=["mcp__github"], backend="keyword")
+    assert pool.is_denied("create_issue", server="github")
+    assert pool.is_denied("github_create_issue", server="github", server_tool="create_issue")
+    assert not pool.is_denied("create_issue", server="gitlab")
+
+
+@pytest.mark.parametrize("rule", ["mcp__gitlab__", "gitlab", "\uff4d\uff43\uff50__gitlab"])
+def test_a_rule_that_matches_no_tool_warns(rule: str) -> None:
+    from toolsearch.integrations.deferred import DenyRuleWarning
+
+    with pytest.warns(DenyRuleWarning, match=f"deny rule {rule!r} matches no tool"):
+        pool = DeferredPool(adapter_tools(), deny=[rule, "mcp__workspace"], backend="keyword")
+    assert pool.pool.deferred == ()
+
+
+def test_loaded_names_are_read_back_from_the_result_text() -> None:
+    from toolsearch.integrations.deferred import loaded_names
+
+    pool = DeferredPool(adapter_tools(), backend="keyword")
+    answer = pool.search("select:workspace_github_list_issue,workspace_github_delete_repository")
+    assert loaded_names(answer.text) == answer.names
+    assert loaded_names("No matching deferred tools found") == ()

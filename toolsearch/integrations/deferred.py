@@ -15,6 +15,8 @@ with a conversation and handed back through ``discovered=``.
 from __future__ import annotations
 
 import asyncio
+import json
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -22,33 +24,82 @@ from typing import TYPE_CHECKING, Any
 from toolsearch.agent.announce import announcement_block
 from toolsearch.agent.hygiene import call_error
 from toolsearch.agent.pool import ResolvedTools, resolve_tools
-from toolsearch.agent.providers.plain import loaded_text
+from toolsearch.agent.providers.plain import LOADED_HEADER, loaded_text
 from toolsearch.backend import SearchBackend
 from toolsearch.engine import DEFAULT_MAX_RESULTS, DEFAULT_MAX_RESULTS_CAP, ToolSearch
 from toolsearch.errors import ConfigError, QueryError
-from toolsearch.permissions import DenyRule, parse_rules
+from toolsearch.permissions import DenyRule, parse_rules, unmatched_rules
 from toolsearch.tokens import TokenCounter, default_counter, tool_tokens
-from toolsearch.tool import TOOL_SEARCH_NAME, Tool, is_deferred
+from toolsearch.tool import TOOL_SEARCH_NAME, Tool, is_deferred, mcp_tool_name
 
 if TYPE_CHECKING:
     from toolsearch.mcp.client import ToolCallResult
     from toolsearch.mcp.hub import BlockingMcpHub, McpHub
 
-__all__ = ["DeferredPool", "Savings", "SearchAnswer", "framework_tool"]
+__all__ = [
+    "DeferredPool",
+    "DenyRuleWarning",
+    "Savings",
+    "SearchAnswer",
+    "framework_tool",
+    "loaded_names",
+]
+
+
+class DenyRuleWarning(UserWarning):
+    """A deny rule matches none of the pool's tools: usually a typo (``mcp__gitlab__``, a bare
+    server name, look-alike letters), which would otherwise deny nothing in silence."""
 
 
 def framework_tool(
-    name: str, description: str | None, schema: Mapping[str, Any] | None, *, deferred: bool
+    name: str,
+    description: str | None,
+    schema: Mapping[str, Any] | None,
+    *,
+    deferred: bool,
+    server: str | None = None,
+    server_tool: str | None = None,
 ) -> Tool:
-    """A framework's tool as a toolsearch :class:`Tool` (deferred unless loaded up front)."""
+    """A framework's tool as a toolsearch :class:`Tool` (deferred unless loaded up front).
+
+    ``server`` names the MCP server an adapter brought the tool from, under the adapter's own
+    name for it (``workspace_github_delete_repository``); ``server_tool`` is the tool's name on
+    that server. The tool then answers to its Claude Code name ``mcp__<server>__<tool>`` too:
+    deny rules written that way (``mcp__workspace``, ``mcp__workspace__*``,
+    ``mcp__workspace__github_delete_repository``) remove it, and ``select:`` finds it."""
     input_schema = dict(schema) if schema else {"type": "object", "properties": {}}
+    aliases: tuple[str, ...] = ()
+    if server:
+        canonical = mcp_tool_name(server, server_tool or name)
+        aliases = () if canonical == name else (canonical,)
     return Tool(
         name,
         description or "",
         input_schema,
         should_defer=deferred,
         always_load=not deferred,
+        aliases=aliases,
+        server=server or None,
     )
+
+
+def loaded_names(text: str) -> tuple[str, ...]:
+    """The tools a ToolSearch result loaded, read back from the text the model got (the
+    definitions :meth:`DeferredPool.search` returns, one JSON object a line): how an
+    integration restores the discovered set from the history a framework keeps."""
+    lines = text.splitlines()
+    if not lines or lines[0] != LOADED_HEADER:
+        return ()
+    names: list[str] = []
+    for line in lines[1:]:
+        try:
+            definition = json.loads(line)
+        except ValueError:
+            break
+        if not isinstance(definition, dict) or not isinstance(definition.get("name"), str):
+            break
+        names.append(definition["name"])
+    return tuple(names)
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +188,8 @@ class DeferredPool:
         self.announce = announce
         self._discovered: dict[str, None] = dict.fromkeys(discovered)
         self._hub_names: frozenset[str] = frozenset()
+        self._alias_denied: frozenset[str] = frozenset()
+        self._warned: set[str] = set()
         self._counted = Savings(0, 0, 0)
         self._pool = self._resolve()
         self.engine = ToolSearch(
@@ -164,9 +217,37 @@ class DeferredPool:
         hub_tools = list(self.hub.tools) if self.hub is not None else []
         local = {t.name for t in self._local}
         self._hub_names = frozenset(t.name for t in hub_tools if t.name not in local)
+        self._warn_unmatched([*self._local, *hub_tools])
+        permitted = [t for t in self._local if not self._denied_by_alias(t)]
+        self._alias_denied = frozenset(t.name for t in self._local) - {t.name for t in permitted}
         return resolve_tools(
-            [*self._local, *hub_tools], deny=self.rules, max_results_cap=self.max_results_cap
+            [*permitted, *hub_tools], deny=self.rules, max_results_cap=self.max_results_cap
         )
+
+    def _denied_by_alias(self, tool: Tool) -> bool:
+        """Whether a rule denies an adapter's MCP tool by its ``mcp__<server>__<tool>`` name."""
+        return tool.server is not None and any(
+            rule.matches_name(alias, tool.server) for alias in tool.aliases for rule in self.rules
+        )
+
+    def _warn_unmatched(self, tools: Sequence[Tool]) -> None:
+        """Warn once for each rule that matches none of ``tools`` nor a server the hub could
+        still bring (as the gateway does at start-up)."""
+        if not tools:
+            return
+        servers = list(self.hub.servers) if self.hub is not None else []
+        pending = [r for r in self.rules if r.text not in self._warned]
+        unmatched = unmatched_rules(pending, tools=tools, servers=servers)
+        for rule in unmatched:
+            if any(rule.matches_name(a, t.server) for t in tools for a in t.aliases):
+                continue
+            self._warned.add(rule.text)
+            warnings.warn(
+                f"deny rule {rule.text!r} matches no tool: it denies nothing (a whole server is "
+                "mcp__<server> or mcp__<server>__*; a tool is its exact name)",
+                DenyRuleWarning,
+                stacklevel=4,
+            )
 
     def set_tools(self, tools: Iterable[Tool]) -> None:
         """Replace the framework's tools (for a framework that lists its tools per run); the
@@ -247,10 +328,19 @@ class DeferredPool:
         pool = {t.name: t for t in self._pool.tools}
         return call_error(name, pool=pool, loaded=self._loaded(discovered), search_enabled=True)
 
-    def is_denied(self, name: str) -> bool:
+    def is_denied(
+        self, name: str, server: str | None = None, server_tool: str | None = None
+    ) -> bool:
         """Whether a deny rule removes the tool called ``name`` (for tools a framework holds
-        outside the pool)."""
-        return any(rule.matches_name(name) for rule in self.rules)
+        outside the pool); ``server`` and ``server_tool`` as for :func:`framework_tool` when an
+        adapter brought the tool from an MCP server."""
+        if name in self._alias_denied:
+            return True
+        if server:
+            canonical = mcp_tool_name(server, server_tool or name)
+            if any(rule.matches_name(canonical, server) for rule in self.rules):
+                return True
+        return any(rule.matches_name(name, server or None) for rule in self.rules)
 
     # -- calling hub tools -----------------------------------------------------------------
 
