@@ -320,3 +320,22 @@ async def test_async_agents_call_an_async_hub(
     assert "jira_create_ticket ok" in tool_messages(state["messages"])["c1"].content
     assert hub_script.wanted in chat.bound[1]
     assert middleware.savings().requests == 3
+
+
+def test_a_structured_system_message_keeps_its_blocks(workbench: list[Tool]) -> None:
+    """With the announcement on, a system message of content blocks keeps them, Anthropic's
+    cache_control marker included; the announcement is a block of its own after them."""
+    from langchain_core.messages import SystemMessage
+
+    cached = {"type": "text", "text": "You are terse.", "cache_control": {"type": "ephemeral"}}
+    chat = model("done")
+    middleware = ToolSearchMiddleware(langchain_tools(workbench, []), backend="keyword")
+    agent = create_agent(chat, middleware=[middleware], system_prompt=SystemMessage([cached]))
+    agent.invoke({"messages": [("user", "hi")]})
+
+    system = chat.seen[0][0]
+    assert isinstance(system, SystemMessage)
+    assert system.content[0] == cached
+    assert system.content[1]["type"] == "text"
+    assert system.content[1]["text"].startswith("<available-deferred-tools>")
+    assert len(system.content) == 2

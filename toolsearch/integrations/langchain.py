@@ -154,6 +154,19 @@ def _search_tool(pool: DeferredPool) -> BaseTool:
     return StructuredTool.from_function(run, name=TOOL_SEARCH_NAME, description=description)
 
 
+def _announced(system: SystemMessage | None, block: str) -> SystemMessage:
+    """The system message with the announcement after it. Structured content keeps its
+    blocks (an Anthropic ``cache_control`` marker included) and gains a text block, so a
+    cached prefix stays cached; plain text gains the block after a blank line."""
+    if system is None:
+        return SystemMessage(block)
+    if isinstance(system.content, list):
+        blocks = [*system.content, {"type": "text", "text": block}]
+        return system.model_copy(update={"content": blocks})
+    text = f"{system.content}\n\n{block}" if system.content else block
+    return system.model_copy(update={"content": text})
+
+
 def _tool_name(tool: BaseTool | Mapping[str, Any]) -> str:
     return tool.name if isinstance(tool, BaseTool) else str(tool.get("name", ""))
 
@@ -217,9 +230,8 @@ class ToolSearchMiddleware(AgentMiddleware[ToolSearchState, Any, Any]):
         block = self.pool.announcement()
         if not block:
             return request.override(tools=tools)
-        system = request.system_message
-        text = f"{system.text}\n\n{block}" if system is not None and system.text else block
-        return request.override(tools=tools, system_message=SystemMessage(text))
+        system = _announced(request.system_message, block)
+        return request.override(tools=tools, system_message=system)
 
     def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         """Send ToolSearch, the tools loaded up front and the discovered ones."""
