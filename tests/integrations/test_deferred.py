@@ -134,9 +134,16 @@ def test_a_tool_outside_the_pool_is_denied_by_its_server() -> None:
 def test_a_rule_that_matches_no_tool_warns(rule: str) -> None:
     from toolsearch.integrations.deferred import DenyRuleWarning
 
+    pool = DeferredPool(adapter_tools(), deny=[rule, "mcp__workspace"], backend="keyword")
     with pytest.warns(DenyRuleWarning, match=f"deny rule {rule!r} matches no tool"):
-        pool = DeferredPool(adapter_tools(), deny=[rule, "mcp__workspace"], backend="keyword")
+        pool.visible()
     assert pool.pool.deferred == ()
+
+
+def test_a_rule_for_a_tool_outside_the_pool_does_not_warn() -> None:
+    pool = DeferredPool(adapter_tools(), deny=["delete_everything"], backend="keyword")
+    pool.note_outside([framework_tool("delete_everything", None, None, deferred=False)])
+    pool.visible()
 
 
 def test_loaded_names_are_read_back_from_the_result_text() -> None:

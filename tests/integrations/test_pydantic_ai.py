@@ -119,7 +119,7 @@ async def test_agent_searches_loads_and_calls_a_tool_and_never_reaches_a_denied_
     assert all(script.denied not in names for names in model.tools)
     assert "<available-deferred-tools>" in (model.instructions[0] or "")
     assert script.denied not in (model.instructions[0] or "")
-    assert toolset.discovered[0] == script.wanted
+    assert toolset.discovered_in(result.all_messages())[0] == script.wanted
     savings = toolset.savings()
     assert savings.requests == len(model.tools) == 4
     assert 0 < savings.tokens_sent < savings.tokens_without_search
@@ -231,3 +231,189 @@ async def test_mcp_tools_run_through_the_hub(
     assert hub_script.wanted in model.tools[1]
     assert all(hub_script.denied not in names for names in model.tools)
     assert ran == []
+
+
+@pytest.mark.anyio
+async def test_a_denied_tool_given_outside_the_toolset_refuses_the_run(
+    workbench: list[Tool],
+) -> None:
+    ran: list[str] = []
+
+    def delete_everything() -> str:
+        """Delete every file in the workspace."""
+        ran.append("deleted")
+        return "deleted"
+
+    model = Script([call("delete_everything", {}, "c1")], "done")
+    toolset = ToolSearchToolset(
+        pydantic_tools(workbench[:20], []), deny=["delete_everything"], backend="keyword"
+    )
+    agent = Agent(FunctionModel(model), toolsets=[toolset], tools=[delete_everything])
+    with pytest.raises(ConfigError, match="'delete_everything' outside the ToolSearchToolset"):
+        await agent.run("clean up")
+    assert ran == [] and model.tools == []
+
+
+@pytest.mark.anyio
+async def test_one_toolset_keeps_each_conversation_s_found_tools_apart(
+    workbench: list[Tool], script: Any
+) -> None:
+    """A module-level agent serves two users: what user A's search loaded is not sent in
+    user B's first request, and A's next run gets it back from its history."""
+    ran: list[tuple[str, dict[str, Any]]] = []
+    toolset = ToolSearchToolset(pydantic_tools(workbench, ran), backend="keyword")
+    model = Script(
+        [call(TOOL_SEARCH_NAME, {"query": f"select:{script.wanted}"}, "s1")],
+        "loaded",  # user A
+        "hello",  # user B
+        [call(script.wanted, dict(script.arguments), "c1")],
+        "sent",  # user A again
+    )
+    agent = Agent(FunctionModel(model), toolsets=[toolset])
+    first = await agent.run("load the slack tool")
+    await agent.run("hi")
+    await agent.run("post hello", message_history=first.all_messages())
+
+    assert script.wanted in model.tools[1]
+    assert model.tools[2] == [TOOL_SEARCH_NAME]
+    assert script.wanted in model.tools[3]
+    assert ran == [(script.wanted, dict(script.arguments))]
+
+
+@pytest.mark.anyio
+async def test_found_tools_come_back_from_the_history_alone(
+    workbench: list[Tool], script: Any
+) -> None:
+    """A new toolset (another process, after a restart) reads the found tools from the
+    message history it is given; no discovered= needed."""
+    ran: list[tuple[str, dict[str, Any]]] = []
+    first_model = Script(
+        [call(TOOL_SEARCH_NAME, {"query": f"select:{script.wanted}"}, "s1")], "loaded"
+    )
+    first_toolset = ToolSearchToolset(pydantic_tools(workbench, ran), backend="keyword")
+    first = await Agent(FunctionModel(first_model), toolsets=[first_toolset]).run("load it")
+
+    model = Script([call(script.wanted, dict(script.arguments), "c1")], "sent")
+    toolset = ToolSearchToolset(pydantic_tools(workbench, ran), backend="keyword")
+    history = first.all_messages()
+    await Agent(FunctionModel(model), toolsets=[toolset]).run("post", message_history=history)
+
+    assert script.wanted in model.tools[0]
+    assert ran == [(script.wanted, dict(script.arguments))]
+    assert toolset.discovered_in(history) == (script.wanted,)
+
+
+@pytest.mark.anyio
+async def test_calls_to_unloaded_or_denied_tools_do_not_end_the_run(
+    workbench: list[Tool], script: Any
+) -> None:
+    """With PydanticAI's default retries (1), two calls of a tool that is not loaded (and two
+    of a denied one) each get a retry message; the run goes on to search and call."""
+    ran: list[tuple[str, dict[str, Any]]] = []
+    arguments = dict(script.arguments)
+    model = Script(
+        [call(script.wanted, arguments, "c1"), call(script.denied, {}, "d1")],
+        [call(script.wanted, arguments, "c2"), call(script.denied, {}, "d2")],
+        [call(TOOL_SEARCH_NAME, {"query": f"select:{script.wanted}"}, "s1")],
+        [call(script.wanted, arguments, "c3")],
+        "done",
+    )
+    toolset = ToolSearchToolset(
+        pydantic_tools(workbench, ran), deny=[script.denied], backend="keyword"
+    )
+    result = await Agent(FunctionModel(model), toolsets=[toolset]).run("post hello")
+
+    out = returns(result.all_messages())
+    assert result.output == "done"
+    for refused in ("c1", "c2"):
+        assert out[refused].outcome == "retried"
+        assert f"Unknown tool name: {script.wanted!r}" in str(out[refused].content)
+    assert out["d2"].outcome == "retried"
+    assert ran == [(script.wanted, arguments)]
+
+
+@pytest.mark.anyio
+async def test_the_model_that_never_searches_still_hits_the_retry_limit(
+    workbench: list[Tool], script: Any
+) -> None:
+    from pydantic_ai.exceptions import UnexpectedModelBehavior
+
+    model = Script(*([[call(script.wanted, {}, f"c{i}")] for i in range(6)]), "done")
+    toolset = ToolSearchToolset(pydantic_tools(workbench, []), backend="keyword", max_refusals=2)
+    with pytest.raises(UnexpectedModelBehavior, match="exceeded max retries"):
+        await Agent(FunctionModel(model), toolsets=[toolset]).run("post hello")
+
+
+@pytest.mark.anyio
+async def test_keep_loaded_called_keeps_the_called_tools_and_the_latest_search(
+    workbench: list[Tool], script: Any
+) -> None:
+    ran: list[tuple[str, dict[str, Any]]] = []
+    model = Script(
+        [call(TOOL_SEARCH_NAME, {"query": "slack message", "max_results": 3}, "s1")],
+        [call(script.wanted, dict(script.arguments), "c1")],
+        [call(TOOL_SEARCH_NAME, {"query": "select:mcp__github__create_issue"}, "s2")],
+        "done",
+    )
+    toolset = ToolSearchToolset(
+        pydantic_tools(workbench, ran), backend="keyword", keep_loaded="called"
+    )
+    await Agent(FunctionModel(model), toolsets=[toolset]).run("x")
+
+    assert len(model.tools[1]) == 4
+    assert model.tools[3][0] == TOOL_SEARCH_NAME
+    assert set(model.tools[3][1:]) == {script.wanted, "mcp__github__create_issue"}
+
+
+def workspace_toolset() -> Any:
+    """PydanticAI's own MCP toolset over the many_tools test server, prefixed the way
+    load_mcp_toolsets prefixes with the server's name."""
+    pytest.importorskip("fastmcp", reason="needs PydanticAI's MCP client (pydantic-ai-slim[mcp])")
+    import sys
+    from pathlib import Path
+
+    from fastmcp.client.transports import StdioTransport
+    from pydantic_ai.mcp import MCPToolset
+
+    server = Path(__file__).resolve().parents[1] / "mcp_servers" / "many_tools.py"
+    transport = StdioTransport(command=sys.executable, args=[str(server)])
+    return MCPToolset(transport).prefixed("workspace")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "rule", ["mcp__workspace", "mcp__workspace__*", "mcp__workspace__github_delete_repository"]
+)
+async def test_server_rules_deny_tools_of_pydantic_ai_s_mcp_toolset(rule: str) -> None:
+    wanted, denied = "workspace_github_list_issue", "workspace_github_delete_repository"
+    model = Script(
+        [call(TOOL_SEARCH_NAME, {"query": f"select:{denied},{wanted}"}, "s1")],
+        [call(denied, {}, "c1")],
+        "done",
+    )
+    toolset = ToolSearchToolset(workspace_toolset(), deny=[rule], backend="keyword")
+    result = await Agent(FunctionModel(model), toolsets=[toolset]).run("x")
+
+    out = returns(result.all_messages())
+    assert f"Not found: {denied}" in out["s1"].content
+    assert out["c1"].outcome == "retried"
+    assert all(denied not in names for names in model.tools)
+    if rule == "mcp__workspace__github_delete_repository":
+        assert wanted in model.tools[1]
+    else:
+        assert model.tools[1] == [TOOL_SEARCH_NAME]
+
+
+@pytest.mark.anyio
+async def test_a_denied_mcp_server_given_outside_the_toolset_refuses_the_run(
+    workbench: list[Tool],
+) -> None:
+    model = Script("done")
+    toolset = ToolSearchToolset(
+        pydantic_tools(workbench[:20], []), deny=["mcp__workspace"], backend="keyword"
+    )
+    agent = Agent(FunctionModel(model), toolsets=[toolset, workspace_toolset()])
+    with pytest.raises(
+        ConfigError, match=r"the tool 'workspace_[a-z_]*' outside the ToolSearchToolset"
+    ):
+        await agent.run("x")

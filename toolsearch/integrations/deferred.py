@@ -18,8 +18,8 @@ import asyncio
 import json
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
 
 from toolsearch.agent.announce import announcement_block
 from toolsearch.agent.hygiene import call_error
@@ -37,8 +37,10 @@ if TYPE_CHECKING:
     from toolsearch.mcp.hub import BlockingMcpHub, McpHub
 
 __all__ = [
+    "KEEP_LOADED",
     "DeferredPool",
     "DenyRuleWarning",
+    "FoundTools",
     "Savings",
     "SearchAnswer",
     "framework_tool",
@@ -100,6 +102,42 @@ def loaded_names(text: str) -> tuple[str, ...]:
             break
         names.append(definition["name"])
     return tuple(names)
+
+
+#: Which found tools stay loaded: ``"all"`` — every tool any ToolSearch call of the
+#: conversation loaded, for the rest of it (Claude Code's rule, the default); ``"called"`` —
+#: the latest search's tools plus the tools the model has called.
+KeepLoaded = Literal["all", "called"]
+KEEP_LOADED: tuple[KeepLoaded, ...] = ("all", "called")
+
+
+@dataclass
+class FoundTools:
+    """One conversation's ToolSearch results and called tools, rebuilt from the state the
+    framework keeps (message history, session items) so that nothing of one user's
+    conversation lives on an integration object shared by many."""
+
+    #: tool call id → the names that ToolSearch call loaded, in the order of the calls
+    searches: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: the deferred tools the model called, in order
+    called: dict[str, None] = field(default_factory=dict)
+
+    def record_search(self, call_id: str, names: Iterable[str]) -> None:
+        """Add one ToolSearch call's result (again under the same id: no change)."""
+        self.searches.setdefault(call_id, tuple(names))
+
+    def record_call(self, name: str) -> None:
+        """Note that the model called ``name``."""
+        self.called[name] = None
+
+    def loaded(self, keep: KeepLoaded = "all") -> tuple[str, ...]:
+        """The tools to send, in the order they were found (see :data:`KeepLoaded`)."""
+        found = [names for names in self.searches.values() if names]
+        every = dict.fromkeys(name for names in found for name in names)
+        if keep == "all" or not found:
+            return tuple(every)
+        latest = set(found[-1])
+        return tuple(name for name in every if name in latest or name in self.called)
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +202,8 @@ class DeferredPool:
     ``counter`` counts tokens for :meth:`savings`; ``discovered`` restores a saved state.
     ``announce`` names the deferred tools to the model in an ``<available-deferred-tools>``
     block (:meth:`announcement`) that the integration adds to the system prompt.
+    ``keep_loaded`` bounds what stays loaded (:data:`KeepLoaded`; ``"all"`` by default, as in
+    Claude Code) for integrations that keep a :class:`FoundTools` per conversation.
     """
 
     def __init__(
@@ -178,7 +218,13 @@ class DeferredPool:
         counter: TokenCounter | None = None,
         discovered: Iterable[str] = (),
         announce: bool = True,
+        keep_loaded: KeepLoaded = "all",
     ) -> None:
+        if keep_loaded not in KEEP_LOADED:
+            raise ConfigError(
+                f"keep_loaded must be one of {', '.join(KEEP_LOADED)}, got {keep_loaded!r}"
+            )
+        self.keep_loaded: KeepLoaded = keep_loaded
         self._local = list(tools)
         self._check_names(self._local)
         self.hub = hub
@@ -189,6 +235,8 @@ class DeferredPool:
         self._discovered: dict[str, None] = dict.fromkeys(discovered)
         self._hub_names: frozenset[str] = frozenset()
         self._alias_denied: frozenset[str] = frozenset()
+        self._given: list[Tool] = []
+        self._outside: dict[str, Tool] = {}
         self._warned: set[str] = set()
         self._counted = Savings(0, 0, 0)
         self._pool = self._resolve()
@@ -217,7 +265,7 @@ class DeferredPool:
         hub_tools = list(self.hub.tools) if self.hub is not None else []
         local = {t.name for t in self._local}
         self._hub_names = frozenset(t.name for t in hub_tools if t.name not in local)
-        self._warn_unmatched([*self._local, *hub_tools])
+        self._given = [*self._local, *hub_tools]
         permitted = [t for t in self._local if not self._denied_by_alias(t)]
         self._alias_denied = frozenset(t.name for t in self._local) - {t.name for t in permitted}
         return resolve_tools(
@@ -230,9 +278,15 @@ class DeferredPool:
             rule.matches_name(alias, tool.server) for alias in tool.aliases for rule in self.rules
         )
 
-    def _warn_unmatched(self, tools: Sequence[Tool]) -> None:
-        """Warn once for each rule that matches none of ``tools`` nor a server the hub could
-        still bring (as the gateway does at start-up)."""
+    def note_outside(self, tools: Iterable[Tool]) -> None:
+        """Tools the framework holds outside the pool (given to the agent directly): a deny
+        rule that matches one of them is not a typo."""
+        self._outside.update((tool.name, tool) for tool in tools)
+
+    def _warn_unmatched(self) -> None:
+        """Warn once for each rule that matches no tool given to the pool or noted outside
+        it, nor a server the hub could still bring (as the gateway does at start-up)."""
+        tools = [*self._given, *self._outside.values()]
         if not tools:
             return
         servers = list(self.hub.servers) if self.hub is not None else []
@@ -246,7 +300,7 @@ class DeferredPool:
                 f"deny rule {rule.text!r} matches no tool: it denies nothing (a whole server is "
                 "mcp__<server> or mcp__<server>__*; a tool is its exact name)",
                 DenyRuleWarning,
-                stacklevel=4,
+                stacklevel=3,
             )
 
     def set_tools(self, tools: Iterable[Tool]) -> None:
@@ -293,6 +347,7 @@ class DeferredPool:
         discovered deferred tools, in pool order. ``discovered`` replaces the pool's own set
         when the framework keeps the state (a LangGraph state key)."""
         pool = self.refresh()
+        self._warn_unmatched()
         found = self._loaded(discovered)
         plain = [t for t in pool.tools if not is_deferred(t)]
         return [*plain, *(t for t in pool.deferred if t.name in found)]
@@ -305,10 +360,13 @@ class DeferredPool:
 
     # -- ToolSearch ------------------------------------------------------------------------
 
-    def search(self, query: Any, max_results: Any = DEFAULT_MAX_RESULTS) -> SearchAnswer:
+    def search(
+        self, query: Any, max_results: Any = DEFAULT_MAX_RESULTS, *, remember: bool = True
+    ) -> SearchAnswer:
         """Run one ToolSearch call: the text the model reads (the loaded tools' definitions,
         the no-match text, or an error naming the bad argument) and the names it loaded,
-        which join the pool's discovered set."""
+        which join the pool's discovered set unless ``remember`` is off (an integration that
+        keeps the set per conversation, in the framework's own state)."""
         self.refresh()
         try:
             if not isinstance(query, str):
@@ -316,7 +374,8 @@ class DeferredPool:
             result = self.engine.search(query, max_results)
         except QueryError as exc:
             return SearchAnswer(f"{TOOL_SEARCH_NAME} error: {exc}", (), is_error=True)
-        self.discover(result.names)
+        if remember:
+            self.discover(result.names)
         found = [tool for name in result.names if (tool := self.engine.get(name)) is not None]
         text = loaded_text(found) if found else result.text()
         text = "\n".join(filter(None, (text, result.not_found_text())))
