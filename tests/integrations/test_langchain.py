@@ -339,3 +339,62 @@ def test_a_structured_system_message_keeps_its_blocks(workbench: list[Tool]) -> 
     assert system.content[1]["type"] == "text"
     assert system.content[1]["text"].startswith("<available-deferred-tools>")
     assert len(system.content) == 2
+
+
+def adapter_tools(ran: list[str]) -> list[BaseTool]:
+    """Tools of an MCP server named the way langchain-mcp-adapters names them with
+    ``tool_name_prefix=True`` (``<server>_<tool>``)."""
+
+    def make(name: str) -> BaseTool:
+        def run(**arguments: Any) -> str:
+            ran.append(name)
+            return f"{name} done"
+
+        schema = {"type": "object", "properties": {}}
+        return StructuredTool(name=name, description=name, args_schema=schema, func=run)
+
+    return [make(f"workspace_github_{verb}_repository") for verb in ("delete", "list")]
+
+
+@pytest.mark.parametrize(
+    "rule", ["mcp__workspace", "mcp__workspace__*", "mcp__workspace__github_delete_repository"]
+)
+def test_server_rules_deny_the_tools_of_an_mcp_adapter(rule: str) -> None:
+    ran: list[str] = []
+    denied, kept = "workspace_github_delete_repository", "workspace_github_list_repository"
+    chat = model(
+        [call(TOOL_SEARCH_NAME, {"query": f"select:{denied},{kept}"}, "s1")],
+        [call(denied, {}, "c1")],
+        "done",
+    )
+    middleware = ToolSearchMiddleware(
+        mcp_tools={"workspace": adapter_tools(ran)}, deny=[rule], backend="keyword"
+    )
+    state = create_agent(chat, middleware=[middleware]).invoke({"messages": [("user", "x")]})
+
+    results = tool_messages(state["messages"])
+    assert f"Not found: {denied}" in results["s1"].content
+    assert results["c1"].content == f"No such tool available: {denied}"
+    assert ran == []
+    assert all(denied not in bound for bound in chat.bound)
+    assert (kept in chat.bound[1]) == rule.endswith("delete_repository")
+
+
+def test_keep_loaded_called_keeps_the_called_tools_and_the_latest_search(
+    workbench: list[Tool], script: Any
+) -> None:
+    ran: list[tuple[str, dict[str, Any]]] = []
+    chat = model(
+        [call(TOOL_SEARCH_NAME, {"query": "slack message", "max_results": 3}, "s1")],
+        [call(script.wanted, dict(script.arguments), "c1")],
+        [call(TOOL_SEARCH_NAME, {"query": "select:mcp__github__create_issue"}, "s2")],
+        "done",
+    )
+    middleware = ToolSearchMiddleware(
+        langchain_tools(workbench, ran), backend="keyword", keep_loaded="called"
+    )
+    create_agent(chat, middleware=[middleware]).invoke({"messages": [("user", "x")]})
+
+    assert len(chat.bound[1]) == 4
+    assert chat.bound[3][0] == TOOL_SEARCH_NAME
+    assert set(chat.bound[3][1:]) == {script.wanted, "mcp__github__create_issue"}

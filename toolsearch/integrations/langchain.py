@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NotRequired
 from toolsearch.backend import SearchBackend
 from toolsearch.engine import DEFAULT_MAX_RESULTS, DEFAULT_MAX_RESULTS_CAP, tool_search_tool
 from toolsearch.errors import ConfigError, MissingExtraError
-from toolsearch.integrations.deferred import DeferredPool, Savings, framework_tool
+from toolsearch.integrations.deferred import DeferredPool, KeepLoaded, Savings, framework_tool
 from toolsearch.permissions import DenyRule
 from toolsearch.tokens import TokenCounter
 from toolsearch.tool import TOOL_SEARCH_NAME, Tool
@@ -47,10 +47,13 @@ if TYPE_CHECKING:
     from toolsearch.mcp.client import ToolCallResult
     from toolsearch.mcp.hub import BlockingMcpHub, McpHub
 
-__all__ = ["STATE_KEY", "BigtoolSearch", "ToolSearchMiddleware", "ToolSearchState"]
+__all__ = ["LATEST_KEY", "STATE_KEY", "BigtoolSearch", "ToolSearchMiddleware", "ToolSearchState"]
 
 #: The graph-state key that holds the names of the tools ToolSearch loaded.
 STATE_KEY = "toolsearch_discovered"
+#: The graph-state key that holds the names the latest ToolSearch call loaded (for
+#: ``keep_loaded="called"``).
+LATEST_KEY = "toolsearch_latest"
 
 
 def _union(left: list[str] | None, right: list[str] | None) -> list[str]:
@@ -64,11 +67,20 @@ class ToolSearchState(AgentState[Any]):
     """The agent state plus the discovered set (merged, never replaced, by each update)."""
 
     toolsearch_discovered: NotRequired[Annotated[list[str], _union]]
+    toolsearch_latest: NotRequired[list[str]]
 
 
-def _pool_tool(tool: BaseTool, *, deferred: bool) -> Tool:
+def _pool_tool(tool: BaseTool, *, deferred: bool, server: str | None = None) -> Tool:
     parameters = convert_to_openai_tool(tool)["function"].get("parameters")
-    return framework_tool(tool.name, tool.description, parameters, deferred=deferred)
+    server_tool = tool.name.removeprefix(f"{server}_") if server else None
+    return framework_tool(
+        tool.name,
+        tool.description,
+        parameters,
+        deferred=deferred,
+        server=server,
+        server_tool=server_tool,
+    )
 
 
 def _result_text(result: ToolCallResult) -> str:
@@ -85,14 +97,20 @@ class _Converted:
         tools: Sequence[BaseTool | Callable[..., Any]],
         always_load: Iterable[str],
         pool_options: Mapping[str, Any],
+        mcp_tools: Mapping[str, Sequence[BaseTool]] | None = None,
     ) -> None:
         converted = [t if isinstance(t, BaseTool) else as_langchain_tool(t) for t in tools]
+        servers = {t.name: server for server, ts in (mcp_tools or {}).items() for t in ts}
+        converted += [t for ts in (mcp_tools or {}).values() for t in ts]
         self.framework: dict[str, BaseTool] = {t.name: t for t in converted}
         upfront = set(always_load)
         unknown = sorted(upfront - set(self.framework))
         if unknown:
             raise ConfigError(f"always_load names no given tool: {', '.join(unknown)}")
-        pool_tools = [_pool_tool(t, deferred=t.name not in upfront) for t in converted]
+        pool_tools = [
+            _pool_tool(t, deferred=t.name not in upfront, server=servers.get(t.name))
+            for t in converted
+        ]
         self.pool = DeferredPool(pool_tools, **pool_options)
         self.search = _search_tool(self.pool)
         self._hub: dict[str, tuple[Tool, BaseTool]] = {}
@@ -148,7 +166,10 @@ def _search_tool(pool: DeferredPool) -> BaseTool:
             name=TOOL_SEARCH_NAME,
             status="error" if answer.is_error else "success",
         )
-        return Command(update={STATE_KEY: list(answer.names), "messages": [message]})
+        update = {STATE_KEY: list(answer.names), "messages": [message]}
+        if answer.names:
+            update[LATEST_KEY] = list(answer.names)
+        return Command(update=update)
 
     description = tool_search_tool(pool.max_results_cap).description
     return StructuredTool.from_function(run, name=TOOL_SEARCH_NAME, description=description)
@@ -176,10 +197,14 @@ class ToolSearchMiddleware(AgentMiddleware[ToolSearchState, Any, Any]):
 
     ``tools`` (LangChain tools or plain functions) are registered by the middleware — pass
     them here rather than to ``create_agent``; each is deferred unless named in
-    ``always_load``. ``hub`` adds a running MCP hub's tools; ``deny`` removes tools from
-    everything (tools given to ``create_agent`` directly included); ``backend`` and
+    ``always_load``. ``mcp_tools`` maps an MCP server's name to the LangChain tools an
+    adapter made of its tools (``langchain-mcp-adapters``:
+    ``await client.get_tools(server_name=name)``): they join ``tools`` and answer to
+    ``mcp__<server>`` rules. ``hub`` adds a running MCP hub's tools; ``deny`` removes tools
+    from everything (tools given to ``create_agent`` directly included); ``backend`` and
     ``backend_options`` choose the ranking; ``counter`` counts the tokens of
-    :meth:`savings`; ``announce`` names the deferred tools in the system message.
+    :meth:`savings`; ``announce`` names the deferred tools in the system message;
+    ``keep_loaded`` bounds what stays loaded (``"all"`` or ``"called"``).
     """
 
     state_schema = ToolSearchState
@@ -188,6 +213,7 @@ class ToolSearchMiddleware(AgentMiddleware[ToolSearchState, Any, Any]):
         self,
         tools: Sequence[BaseTool | Callable[..., Any]] = (),
         *,
+        mcp_tools: Mapping[str, Sequence[BaseTool]] | None = None,
         hub: McpHub | BlockingMcpHub | None = None,
         deny: Iterable[str | DenyRule] = (),
         always_load: Iterable[str] = (),
@@ -196,6 +222,7 @@ class ToolSearchMiddleware(AgentMiddleware[ToolSearchState, Any, Any]):
         max_results_cap: int = DEFAULT_MAX_RESULTS_CAP,
         counter: TokenCounter | None = None,
         announce: bool = True,
+        keep_loaded: KeepLoaded = "all",
     ) -> None:
         super().__init__()
         options = {
@@ -206,8 +233,9 @@ class ToolSearchMiddleware(AgentMiddleware[ToolSearchState, Any, Any]):
             "max_results_cap": max_results_cap,
             "counter": counter,
             "announce": announce,
+            "keep_loaded": keep_loaded,
         }
-        self._tools = _Converted(tools, always_load, options)
+        self._tools = _Converted(tools, always_load, options, mcp_tools)
         self.pool = self._tools.pool
         self.tools = [self._tools.search, *self._tools.permitted_framework_tools()]
 
@@ -217,15 +245,29 @@ class ToolSearchMiddleware(AgentMiddleware[ToolSearchState, Any, Any]):
 
     # -- model requests --------------------------------------------------------------------
 
+    def _loaded(self, state: Any) -> list[str]:
+        """The thread's loaded tools, bounded by ``keep_loaded``: with ``"called"``, the
+        latest search's plus those that ran (successful tool messages of the thread)."""
+        state = state if isinstance(state, Mapping) else {}
+        found: list[str] = list(state.get(STATE_KEY, []))
+        if self.pool.keep_loaded == "all" or LATEST_KEY not in state:
+            return found
+        keep = set(state[LATEST_KEY]) | {
+            m.name
+            for m in state.get("messages", [])
+            if isinstance(m, ToolMessage) and m.status == "success" and m.name
+        }
+        return [name for name in found if name in keep]
+
     def _prepare(self, request: Any) -> Any:
-        visible = self.pool.visible(request.state.get(STATE_KEY, []))
-        self.pool.count_request(visible)
         own = {*self._tools.framework, TOOL_SEARCH_NAME}
-        others = [
-            t
-            for t in request.tools
-            if _tool_name(t) not in own and not self.pool.is_denied(_tool_name(t))
-        ]
+        outside = [t for t in request.tools if _tool_name(t) not in own]
+        self.pool.note_outside(
+            framework_tool(_tool_name(t), None, None, deferred=False) for t in outside
+        )
+        visible = self.pool.visible(self._loaded(request.state))
+        self.pool.count_request(visible)
+        others = [t for t in outside if not self.pool.is_denied(_tool_name(t))]
         tools = [*(self._tools.langchain(t) for t in visible), *others]
         block = self.pool.announcement()
         if not block:
@@ -251,8 +293,7 @@ class ToolSearchMiddleware(AgentMiddleware[ToolSearchState, Any, Any]):
         outside = name not in self._tools.framework and not self.pool.is_hub_tool(name)
         if outside and not self.pool.is_denied(name):
             return request  # a tool given to create_agent directly: the framework's own
-        state = request.state if isinstance(request.state, Mapping) else {}
-        error = self.pool.call_error(name, state.get(STATE_KEY, []))
+        error = self.pool.call_error(name, self._loaded(request.state))
         if error is not None:
             return ToolMessage(error, tool_call_id=call["id"], name=name, status="error")
         tool = self.pool.pool.get(name)
