@@ -4,7 +4,7 @@ fake chat model over the bundled 495-tool catalogue."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 
@@ -19,6 +19,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
+from langgraph.prebuilt import InjectedState, ToolNode
 from pydantic import Field
 
 from toolsearch.integrations.langchain import STATE_KEY, BigtoolSearch, ToolSearchMiddleware
@@ -398,3 +399,34 @@ def test_keep_loaded_called_keeps_the_called_tools_and_the_latest_search(
     assert len(chat.bound[1]) == 4
     assert chat.bound[3][0] == TOOL_SEARCH_NAME
     assert set(chat.bound[3][1:]) == {script.wanted, "mcp__github__create_issue"}
+
+
+#: The one-line fix docs/integrations/langchain.md gives for langgraph-bigtool 0.0.3 on
+#: langgraph-prebuilt 1.x: ToolNode injects state, store and runtime itself when it runs a
+#: call, so bigtool's call to the removed public method can hand the call on unchanged.
+def bigtool_fix(self: Any, call: Any, state: Any, store: Any) -> Any:
+    return call
+
+
+def test_bigtool_runs_a_retrieved_tool_with_the_one_line_fix(
+    workbench: list[Tool], script: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ToolNode, "inject_tool_args", bigtool_fix, raising=False)
+    ran: list[tuple[str, dict[str, Any]]] = []
+
+    def count_messages(state: Annotated[dict[str, Any], InjectedState]) -> str:
+        """Count the messages of the conversation so far."""
+        return f"{len(state['messages'])} messages"
+
+    search = BigtoolSearch([*langchain_tools(workbench, ran), count_messages], backend="keyword")
+    chat = model(
+        [call(TOOL_SEARCH_NAME, {"query": f"select:{script.wanted},count_messages"}, "s1")],
+        [call(script.wanted, dict(script.arguments), "c1"), call("count_messages", {}, "c2")],
+        "done",
+    )
+    state = bigtool_agent(search, chat).invoke({"messages": [("user", "post hello")]})
+
+    results = tool_messages(state["messages"])
+    assert results["c1"].content == f"{script.wanted} done"
+    assert results["c2"].content == "4 messages"
+    assert ran == [(script.wanted, dict(script.arguments))]
