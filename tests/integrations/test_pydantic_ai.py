@@ -417,3 +417,43 @@ async def test_a_denied_mcp_server_given_outside_the_toolset_refuses_the_run(
         ConfigError, match=r"the tool 'workspace_[a-z_]*' outside the ToolSearchToolset"
     ):
         await agent.run("x")
+
+
+@pytest.mark.anyio
+async def test_pydantic_ai_s_own_tool_search_loses_found_tools_when_history_is_trimmed() -> None:
+    """Why ToolSearchToolset does not build on PydanticAI's ToolSearch capability
+    (docs/integrations/pydantic-ai.md): with a custom search function its found tools live
+    only in the message history, so a history processor that trims it unloads them and the
+    call is refused; ToolSearchToolset keeps them (test_loaded_tools_survive_trimming...)."""
+    from pydantic_ai.capabilities import ToolSearch
+
+    def send_message(text: str) -> str:
+        """Send a slack message."""
+        return "sent"
+
+    def search(ctx: Any, queries: Sequence[str], tools: Sequence[Any]) -> list[str]:
+        return [t.name for t in tools if any(q in (t.description or "") for q in queries)]
+
+    def keep_last_message(messages: list[ModelMessage]) -> list[ModelMessage]:
+        return messages[-1:]
+
+    model = Script(
+        [call("search_tools", {"queries": ["slack"]}, "s1")],
+        "loaded",
+        [call("send_message", {"text": "hi"}, "c1")],
+        "done",
+    )
+    capabilities: list[Any] = [ToolSearch(strategy=search, tools="all")]
+    agent = Agent(FunctionModel(model), tools=[send_message], capabilities=capabilities)
+    first = await agent.run("load")
+    trimmed = Agent(
+        FunctionModel(model),
+        tools=[send_message],
+        capabilities=[*capabilities, ProcessHistory(keep_last_message)],
+    )
+    result = await trimmed.run("post", message_history=first.all_messages())
+
+    assert model.tools[1] == ["send_message", "search_tools"]
+    refused = returns(result.all_messages())["c1"]
+    assert refused.outcome == "retried"
+    assert "'send_message' is not available yet" in str(refused.content)
