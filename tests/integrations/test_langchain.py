@@ -76,7 +76,7 @@ def tool_messages(messages: list[BaseMessage]) -> dict[str, ToolMessage]:
 
 
 def test_agent_searches_loads_and_calls_a_tool_and_never_reaches_a_denied_one(
-    workbench: list[Tool], script: Any
+    workbench: list[Tool], script: Any, documented: Any
 ) -> None:
     ran: list[tuple[str, dict[str, Any]]] = []
     arguments = dict(script.arguments)
@@ -124,6 +124,7 @@ def test_agent_searches_loads_and_calls_a_tool_and_never_reaches_a_denied_one(
     assert savings.requests == 4
     assert 0 < savings.tokens_sent < savings.tokens_without_search
     print("langchain test agent:", savings.to_json())
+    assert savings.to_json() == documented("langchain.md", "langchain test agent")
 
 
 def test_a_deferred_tool_must_be_loaded_before_it_runs(workbench: list[Tool], script: Any) -> None:

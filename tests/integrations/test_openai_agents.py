@@ -55,7 +55,7 @@ def tool_names(model: ScriptedModel) -> list[list[str]]:
 
 @pytest.mark.anyio
 async def test_agent_searches_loads_and_calls_a_tool_and_never_reaches_a_denied_one(
-    workbench: list[Tool], script: Any
+    workbench: list[Tool], script: Any, documented: Any
 ) -> None:
     ran: list[tuple[str, str]] = []
     arguments = dict(script.arguments)
@@ -109,6 +109,7 @@ async def test_agent_searches_loads_and_calls_a_tool_and_never_reaches_a_denied_
     assert savings.requests == 4
     assert 0 < savings.tokens_sent < savings.tokens_without_search
     print("openai-agents test agent:", savings.to_json())
+    assert savings.to_json() == documented("openai-agents.md", "openai-agents test agent")
 
 
 @pytest.mark.anyio

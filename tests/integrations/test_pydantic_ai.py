@@ -84,7 +84,7 @@ def returns(messages: Sequence[ModelMessage]) -> dict[str, Any]:
 
 @pytest.mark.anyio
 async def test_agent_searches_loads_and_calls_a_tool_and_never_reaches_a_denied_one(
-    workbench: list[Tool], script: Any
+    workbench: list[Tool], script: Any, documented: Any
 ) -> None:
     ran: list[tuple[str, dict[str, Any]]] = []
     arguments = dict(script.arguments)
@@ -124,6 +124,7 @@ async def test_agent_searches_loads_and_calls_a_tool_and_never_reaches_a_denied_
     assert savings.requests == len(model.tools) == 4
     assert 0 < savings.tokens_sent < savings.tokens_without_search
     print("pydantic-ai test agent:", savings.to_json())
+    assert savings.to_json() == documented("pydantic-ai.md", "pydantic-ai test agent")
 
 
 @pytest.mark.anyio

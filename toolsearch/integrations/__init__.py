@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from toolsearch.integrations.deferred import (
         DeferredPool,
         DenyRuleWarning,
+        FoundTools,
         Savings,
         SearchAnswer,
         framework_tool,
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DeferredPool",
     "DenyRuleWarning",
+    "FoundTools",
     "Savings",
     "SearchAnswer",
     "framework_tool",
@@ -43,6 +45,7 @@ __getattr__, __dir__ = lazy_exports(
     {
         "DeferredPool": "deferred",
         "DenyRuleWarning": "deferred",
+        "FoundTools": "deferred",
         "loaded_names": "deferred",
         "Savings": "deferred",
         "SearchAnswer": "deferred",
