@@ -153,3 +153,23 @@ def test_loaded_names_are_read_back_from_the_result_text() -> None:
     answer = pool.search("select:workspace_github_list_issue,workspace_github_delete_repository")
     assert loaded_names(answer.text) == answer.names
     assert loaded_names("No matching deferred tools found") == ()
+
+
+def test_found_tools_keep_all_or_the_called_and_the_latest_search() -> None:
+    from toolsearch.integrations.deferred import FoundTools
+
+    found = FoundTools()
+    found.record_search("s1", ["a", "b"])
+    found.record_call("a")
+    found.record_search("s2", [])  # a search that loaded nothing is not the latest
+    found.record_search("s3", ["c", "b"])
+    found.record_search("s3", ["x"])  # the same call read again: no change
+    assert found.loaded() == ("a", "b", "c")
+    assert found.loaded("called") == ("a", "b", "c")
+    found.record_search("s4", ["d"])
+    assert found.loaded("called") == ("a", "d")
+
+
+def test_keep_loaded_must_be_known() -> None:
+    with pytest.raises(ConfigError, match="keep_loaded must be one of all, called, got 'some'"):
+        DeferredPool([], keep_loaded="some")  # type: ignore[arg-type]

@@ -121,6 +121,9 @@ class _Runs:
 
     def __init__(self) -> None:
         self._by_id: dict[int, tuple[weakref.ref[Any], FoundTools]] = {}
+        #: per run, the input list last read (the SDK sets a new one each turn), so that the
+        #: is_enabled check of every tool does not read the same items again
+        self._read: dict[int, int] = {}
 
     def of(self, usage: Any) -> FoundTools:
         key = id(usage)
@@ -128,7 +131,22 @@ class _Runs:
         if entry is not None and entry[0]() is usage:
             return entry[1]
         found = FoundTools()
-        self._by_id[key] = (weakref.ref(usage, lambda _: self._by_id.pop(key, None)), found)
+
+        def forget(_: Any) -> None:
+            self._by_id.pop(key, None)
+            self._read.pop(key, None)
+
+        self._by_id[key] = (weakref.ref(usage, forget), found)
+        self._read.pop(key, None)
+        return found
+
+    def with_input(self, context: RunContextWrapper[Any]) -> FoundTools:
+        """The run's found tools, with what its input records read once per input list."""
+        found = self.of(context.usage)
+        items = context.turn_input
+        if self._read.get(id(context.usage)) != id(items):
+            read_found(items, found)
+            self._read[id(context.usage)] = id(items)
         return found
 
 
@@ -199,7 +217,7 @@ class ToolSearchTools:
 
     def _found(self, context: RunContextWrapper[Any]) -> FoundTools:
         """The run's found tools: what it recorded, plus what its input records."""
-        return read_found(context.turn_input, self._runs.of(context.usage))
+        return self._runs.with_input(context)
 
     def _loaded(self, found: FoundTools) -> tuple[str, ...]:
         return tuple(dict.fromkeys([*self.initial, *found.loaded(self.pool.keep_loaded)]))
