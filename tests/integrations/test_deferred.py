@@ -130,13 +130,24 @@ def test_a_tool_outside_the_pool_is_denied_by_its_server() -> None:
     assert not pool.is_denied("create_issue", server="gitlab")
 
 
-@pytest.mark.parametrize("rule", ["mcp__gitlab__", "gitlab", "\uff4d\uff43\uff50__gitlab"])
-def test_a_rule_that_matches_no_tool_warns(rule: str) -> None:
+@pytest.mark.parametrize(
+    ("rule", "hint"),
+    [
+        ("mcp__gitlab__", "write mcp__gitlab or mcp__gitlab__*"),
+        ("workspace", "'workspace' is a server: write mcp__workspace"),
+        ("gitlab", ""),
+        ("\uff4d\uff43\uff50__gitlab", "look-alike characters"),
+    ],
+)
+def test_a_rule_that_matches_no_tool_warns(rule: str, hint: str) -> None:
+    import re
+
     from toolsearch.integrations.deferred import DenyRuleWarning
 
     pool = DeferredPool(adapter_tools(), deny=[rule, "mcp__workspace"], backend="keyword")
-    with pytest.warns(DenyRuleWarning, match=f"deny rule {rule!r} matches no tool"):
+    with pytest.warns(DenyRuleWarning, match=f"deny rule {rule!r} matches no tool") as caught:
         pool.visible()
+    assert re.search(re.escape(hint), str(caught[0].message))
     assert pool.pool.deferred == ()
 
 

@@ -28,9 +28,9 @@ from toolsearch.agent.providers.plain import LOADED_HEADER, loaded_text
 from toolsearch.backend import SearchBackend
 from toolsearch.engine import DEFAULT_MAX_RESULTS, DEFAULT_MAX_RESULTS_CAP, ToolSearch
 from toolsearch.errors import ConfigError, QueryError
-from toolsearch.permissions import DenyRule, parse_rules, unmatched_rules
+from toolsearch.permissions import DenyRule, name_key, parse_rules, unmatched_rules
 from toolsearch.tokens import TokenCounter, default_counter, tool_tokens
-from toolsearch.tool import TOOL_SEARCH_NAME, Tool, is_deferred, mcp_tool_name
+from toolsearch.tool import MCP_PREFIX, TOOL_SEARCH_NAME, Tool, is_deferred, mcp_tool_name
 
 if TYPE_CHECKING:
     from toolsearch.mcp.client import ToolCallResult
@@ -191,6 +191,20 @@ class Savings:
         }
 
 
+def _rule_hint(text: str, tools: Sequence[Tool]) -> str:
+    """What an unmatched rule was probably meant to be, for its warning."""
+    servers = {name_key(t.server) for t in tools if t.server}
+    stripped = text.strip()
+    if not stripped.lower().startswith(MCP_PREFIX) and name_key(stripped).startswith(MCP_PREFIX):
+        return "; it is written with look-alike characters: write mcp__ in plain ASCII"
+    if stripped.endswith("__") and stripped.lower().startswith(MCP_PREFIX):
+        server = stripped[len(MCP_PREFIX) : -2]
+        return f"; for the whole server write mcp__{server} or mcp__{server}__*"
+    if name_key(stripped) in servers:
+        return f"; {stripped!r} is a server: write mcp__{stripped}"
+    return ""
+
+
 class DeferredPool:
     """The framework's tools and an MCP hub's tools as one permitted, deferred, searchable pool.
 
@@ -297,8 +311,9 @@ class DeferredPool:
                 continue
             self._warned.add(rule.text)
             warnings.warn(
-                f"deny rule {rule.text!r} matches no tool: it denies nothing (a whole server is "
-                "mcp__<server> or mcp__<server>__*; a tool is its exact name)",
+                f"deny rule {rule.text!r} matches no tool: it denies nothing"
+                f"{_rule_hint(rule.text, tools)} (a whole server is mcp__<server> or "
+                "mcp__<server>__*; a tool is its exact name)",
                 DenyRuleWarning,
                 stacklevel=3,
             )
