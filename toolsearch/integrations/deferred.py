@@ -43,6 +43,7 @@ __all__ = [
     "FoundTools",
     "Savings",
     "SearchAnswer",
+    "found_in_same_response",
     "framework_tool",
     "loaded_names",
 ]
@@ -82,6 +83,16 @@ def framework_tool(
         always_load=not deferred,
         aliases=aliases,
         server=server or None,
+    )
+
+
+def found_in_same_response(name: str) -> str:
+    """What the model reads when it called ``name`` in the same response as the ToolSearch
+    call that loaded it: the framework had fixed that response's tools before the search
+    ran, so the call was refused, and calling it again now works."""
+    return (
+        f"{name} was loaded by the {TOOL_SEARCH_NAME} call in this same response, so it could "
+        "not be called in it. It can be called now: call it again."
     )
 
 

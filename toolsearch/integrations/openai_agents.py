@@ -37,6 +37,7 @@ from toolsearch.integrations.deferred import (
     FoundTools,
     KeepLoaded,
     Savings,
+    found_in_same_response,
     framework_tool,
     loaded_names,
 )
@@ -363,8 +364,5 @@ class ToolSearchTools:
         name = args.tool_name
         loaded = self._loaded(self._found(args.run_context))
         if name in loaded:
-            return (
-                f"{name} was loaded by the {TOOL_SEARCH_NAME} call in this same response, so "
-                "it could not be called in it. It can be called now: call it again."
-            )
+            return found_in_same_response(name)
         return self.pool.call_error(name, loaded) or args.default_message

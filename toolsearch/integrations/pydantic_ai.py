@@ -36,6 +36,7 @@ from toolsearch.integrations.deferred import (
     FoundTools,
     KeepLoaded,
     Savings,
+    found_in_same_response,
     framework_tool,
     loaded_names,
 )
@@ -278,9 +279,10 @@ class ToolSearchToolset(WrapperToolset[Any]):
         origins = mcp_origins(own)
         self.pool.set_tools(self._pool_tool(t.tool_def, origins.get(n)) for n, t in own.items())
         await self._refuse_denied_outside(ctx)
-        visible = self.pool.visible(self._loaded(self._found(ctx)))
+        loaded = self._loaded(self._found(ctx))
+        visible = self.pool.visible(loaded)
         self.pool.count_request(visible)
-        self._forgive_refusals(ctx, {tool.name for tool in visible})
+        self._answer_refusals(ctx, {tool.name for tool in visible}, loaded)
         return {tool.name: own.get(tool.name) or self._toolset_tool(tool) for tool in visible}
 
     async def _refuse_denied_outside(self, ctx: RunContext[Any]) -> None:
@@ -304,14 +306,32 @@ class ToolSearchToolset(WrapperToolset[Any]):
                         "it to the toolset (which keeps it from the model) or remove it"
                     )
 
-    def _forgive_refusals(self, ctx: RunContext[Any], visible: set[str]) -> None:
+    def _answer_refusals(
+        self, ctx: RunContext[Any], visible: set[str], loaded: Sequence[str]
+    ) -> None:
         """A call to a tool that is not loaded yet (or denied) is PydanticAI's unknown-tool
-        retry, charged to the agent's retry budget (1 by default: the second such call would
-        end the run). Up to ``max_refusals`` per tool are not charged."""
+        retry. Its text becomes toolsearch's (the ``select:`` hint, or that the tool is not
+        available) before the model reads it, and up to ``max_refusals`` of them per tool are
+        not charged to the agent's retry budget (1 by default: the second such call would end
+        the run)."""
         for name in [n for n in ctx.retries if n not in visible]:
-            known = self.pool.pool.get(name) is not None or self.pool.is_denied(name)
-            if known and _refusals(ctx.messages, name) <= self.max_refusals:
+            if self._known(name) and _refusals(ctx.messages, name) <= self.max_refusals:
                 ctx.retries[name] = 0
+        request = next((m for m in reversed(ctx.messages) if isinstance(m, ModelRequest)), None)
+        for part in request.parts if request is not None else ():
+            if not isinstance(part, ToolReturnPart | RetryPromptPart) or not _retried(part):
+                continue
+            name = part.tool_name or ""
+            if not str(part.content).startswith("Unknown tool name") or not self._known(name):
+                continue
+            if name in visible:  # found by a ToolSearch call in the response that called it
+                part.content = found_in_same_response(name)
+            else:
+                part.content = self.pool.call_error(name, loaded) or part.content
+
+    def _known(self, name: str) -> bool:
+        """Whether ``name`` is a tool of the pool or one a rule denies."""
+        return self.pool.pool.get(name) is not None or self.pool.is_denied(name)
 
     def _toolset_tool(self, tool: Tool) -> ToolsetTool[Any]:
         """ToolSearch or a hub tool, as this toolset's own tool."""
