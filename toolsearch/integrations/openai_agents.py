@@ -326,6 +326,8 @@ class ToolSearchTools:
     async def _refuse_denied_outside(self, agent: Any) -> None:
         """Deny rules hold for every tool the agent sends: a denied tool among the agent's
         own tools or its ``mcp_servers``' tools refuses the run before the model request."""
+        if not self.pool.rules:
+            return
         ours = {t.name for t in self.pool.pool.tools}
         outside: list[tuple[str, str | None]] = [
             (t.name, None) for t in agent.tools if getattr(t, "name", None) not in ours
