@@ -431,3 +431,28 @@ def test_bigtool_runs_a_retrieved_tool_with_the_one_line_fix(
     assert results["c1"].content == f"{script.wanted} done"
     assert results["c2"].content == "4 messages"
     assert ran == [(script.wanted, dict(script.arguments))]
+
+
+def test_a_tool_called_in_the_response_that_found_it_gets_a_clear_message(
+    workbench: list[Tool], script: Any
+) -> None:
+    ran: list[tuple[str, dict[str, Any]]] = []
+    arguments = dict(script.arguments)
+    chat = model(
+        [
+            call(TOOL_SEARCH_NAME, {"query": f"select:{script.wanted}"}, "s1"),
+            call(script.wanted, arguments, "c1"),
+        ],
+        [call(script.wanted, arguments, "c2")],
+        "sent",
+    )
+    middleware = ToolSearchMiddleware(langchain_tools(workbench, ran), backend="keyword")
+    state = create_agent(chat, middleware=[middleware]).invoke({"messages": [("user", "x")]})
+
+    results = tool_messages(state["messages"])
+    assert results["c1"].status == "error"
+    assert results["c1"].content.startswith(
+        f"{script.wanted} was loaded by the ToolSearch call in this same response"
+    )
+    assert results["c2"].content == f"{script.wanted} done"
+    assert ran == [(script.wanted, arguments)]

@@ -24,14 +24,20 @@ from typing import TYPE_CHECKING, Annotated, Any, NotRequired
 from toolsearch.backend import SearchBackend
 from toolsearch.engine import DEFAULT_MAX_RESULTS, DEFAULT_MAX_RESULTS_CAP, tool_search_tool
 from toolsearch.errors import ConfigError, MissingExtraError
-from toolsearch.integrations.deferred import DeferredPool, KeepLoaded, Savings, framework_tool
+from toolsearch.integrations.deferred import (
+    DeferredPool,
+    KeepLoaded,
+    Savings,
+    found_in_same_response,
+    framework_tool,
+)
 from toolsearch.permissions import DenyRule
 from toolsearch.tokens import TokenCounter
 from toolsearch.tool import TOOL_SEARCH_NAME, Tool
 
 try:
     from langchain.agents.middleware import AgentMiddleware, AgentState
-    from langchain_core.messages import SystemMessage, ToolMessage
+    from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
     from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool, ToolException
     from langchain_core.tools import tool as as_langchain_tool
     from langchain_core.utils.function_calling import convert_to_openai_tool
@@ -294,12 +300,40 @@ class ToolSearchMiddleware(AgentMiddleware[ToolSearchState, Any, Any]):
         if outside and not self.pool.is_denied(name):
             return request  # a tool given to create_agent directly: the framework's own
         error = self.pool.call_error(name, self._loaded(request.state))
+        if error is not None and self._found_by_a_sibling(request):
+            error = found_in_same_response(name)
         if error is not None:
             return ToolMessage(error, tool_call_id=call["id"], name=name, status="error")
         tool = self.pool.pool.get(name)
         if tool is not None and self.pool.is_hub_tool(name):
             return request.override(tool=self._tools.langchain(tool))
         return request
+
+    def _found_by_a_sibling(self, request: ToolCallRequest) -> bool:
+        """Whether a ToolSearch call of the same response loads the tool called (the graph
+        runs a response's calls together, each on the state from before it)."""
+        call = request.tool_call
+        state = request.state if isinstance(request.state, Mapping) else {}
+        response = next(
+            (
+                m
+                for m in reversed(state.get("messages", []))
+                if isinstance(m, AIMessage) and any(c["id"] == call["id"] for c in m.tool_calls)
+            ),
+            None,
+        )
+        searches = (
+            [c for c in response.tool_calls if c["name"] == TOOL_SEARCH_NAME] if response else []
+        )
+        return any(
+            call["name"]
+            in self.pool.search(
+                c["args"].get("query"),
+                c["args"].get("max_results", DEFAULT_MAX_RESULTS),
+                remember=False,
+            ).names
+            for c in searches
+        )
 
     def wrap_tool_call(self, request: ToolCallRequest, handler: Callable[..., Any]) -> Any:
         """Refuse denied and not-yet-loaded tools; run the hub's tools through the hub."""
