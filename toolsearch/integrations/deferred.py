@@ -5,11 +5,14 @@ A framework runs the agent loop; :class:`DeferredPool` supplies what toolsearch 
 the agent layer's order (docs/reference-behaviour.md §6): the framework's own tools plus an MCP
 hub's tools → deny rules → deferral → the ToolSearch engine. Each turn the framework sends
 :meth:`DeferredPool.visible` — tools loaded up front, ToolSearch, and the deferred tools
-discovered so far — and answers a ToolSearch call with :meth:`DeferredPool.search_text`.
+discovered so far — and answers a ToolSearch call with :meth:`DeferredPool.search`.
 
-The discovered set lives here, not in the framework's message history, so trimming or
-summarising the history never unloads a tool; :attr:`DeferredPool.discovered` can be saved
-with a conversation and handed back through ``discovered=``.
+One pool serves every conversation of an agent, so a conversation's found tools are not kept
+on it: an integration keeps a :class:`FoundTools` per conversation in what the framework
+already keeps (graph state, message history, run items — :func:`loaded_names` reads a
+ToolSearch result back) and hands :meth:`FoundTools.loaded` to :meth:`DeferredPool.visible`
+and :meth:`DeferredPool.call_error`. The pool's own set (:attr:`DeferredPool.discovered`,
+``discovered=``) serves a single-conversation loop of one's own.
 """
 
 from __future__ import annotations
