@@ -4,6 +4,7 @@ each test agent's scripted model asks for."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -76,3 +77,26 @@ def workspace_config() -> object:
     return parse_mcp_config(
         support.config(workspace=support.stdio("many_tools", "--page-size", "100"))
     )
+
+
+@pytest.fixture
+def documented() -> Any:
+    """:func:`documented_figures`, for the tests that measure what the pages quote."""
+    return documented_figures
+
+
+def documented_figures(page: str, label: str) -> dict[str, object]:
+    """The figures a docs/integrations page quotes on its ``<label>: {...}`` line, which the
+    test that measures them compares against (so the page never holds stale figures)."""
+    import ast
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "integrations" / page).read_text(
+        encoding="utf-8"
+    )
+    for line in text.splitlines():
+        if line.startswith(f"{label}: "):
+            figures = ast.literal_eval(line[len(label) + 2 :])
+            assert isinstance(figures, dict)
+            return figures
+    raise AssertionError(f"docs/integrations/{page} quotes no '{label}: ' line")

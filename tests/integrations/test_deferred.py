@@ -89,3 +89,98 @@ def test_a_pool_without_a_hub_cannot_call_one() -> None:
     pool = DeferredPool([Tool("a", should_defer=True)], backend="keyword")
     with pytest.raises(ConfigError, match="this pool has no MCP hub"):
         pool.call_hub("a", {})
+
+
+def adapter_tools() -> list[Tool]:
+    """Tools an MCP adapter named its own way (``<server>_<tool>``), with the server known."""
+    return [
+        framework_tool(
+            f"workspace_{tool}",
+            f"{tool} on the workspace",
+            None,
+            deferred=True,
+            server="workspace",
+            server_tool=tool,
+        )
+        for tool in ("github_delete_repository", "github_list_issue")
+    ]
+
+
+@pytest.mark.parametrize(
+    "rule", ["mcp__workspace", "mcp__workspace__*", "mcp__workspace__github_delete_repository"]
+)
+def test_server_rules_apply_to_tools_an_adapter_named(rule: str) -> None:
+    pool = DeferredPool(adapter_tools(), deny=[rule], backend="keyword")
+    assert pool.pool.get("workspace_github_delete_repository") is None
+    assert pool.is_denied("workspace_github_delete_repository")
+    answer = pool.search("select:mcp__workspace__github_delete_repository")
+    assert answer.names == ()
+
+
+def test_the_claude_code_name_of_an_adapter_tool_selects_it() -> None:
+    pool = DeferredPool(adapter_tools(), backend="keyword")
+    answer = pool.search("select:mcp__workspace__github_list_issue")
+    assert answer.names == ("workspace_github_list_issue",)
+
+
+def test_a_tool_outside_the_pool_is_denied_by_its_server() -> None:
+    pool = DeferredPool([], deny=["mcp__github"], backend="keyword")
+    assert pool.is_denied("create_issue", server="github")
+    assert pool.is_denied("github_create_issue", server="github", server_tool="create_issue")
+    assert not pool.is_denied("create_issue", server="gitlab")
+
+
+@pytest.mark.parametrize(
+    ("rule", "hint"),
+    [
+        ("mcp__gitlab__", "write mcp__gitlab or mcp__gitlab__*"),
+        ("workspace", "'workspace' is a server: write mcp__workspace"),
+        ("gitlab", ""),
+        ("\uff4d\uff43\uff50__gitlab", "look-alike characters"),
+    ],
+)
+def test_a_rule_that_matches_no_tool_warns(rule: str, hint: str) -> None:
+    import re
+
+    from toolsearch.integrations.deferred import DenyRuleWarning
+
+    pool = DeferredPool(adapter_tools(), deny=[rule, "mcp__workspace"], backend="keyword")
+    with pytest.warns(DenyRuleWarning, match=f"deny rule {rule!r} matches no tool") as caught:
+        pool.visible()
+    assert re.search(re.escape(hint), str(caught[0].message))
+    assert pool.pool.deferred == ()
+
+
+def test_a_rule_for_a_tool_outside_the_pool_does_not_warn() -> None:
+    pool = DeferredPool(adapter_tools(), deny=["delete_everything"], backend="keyword")
+    pool.note_outside([framework_tool("delete_everything", None, None, deferred=False)])
+    pool.visible()
+
+
+def test_loaded_names_are_read_back_from_the_result_text() -> None:
+    from toolsearch.integrations.deferred import loaded_names
+
+    pool = DeferredPool(adapter_tools(), backend="keyword")
+    answer = pool.search("select:workspace_github_list_issue,workspace_github_delete_repository")
+    assert loaded_names(answer.text) == answer.names
+    assert loaded_names("No matching deferred tools found") == ()
+
+
+def test_found_tools_keep_all_or_the_called_and_the_latest_search() -> None:
+    from toolsearch.integrations.deferred import FoundTools
+
+    found = FoundTools()
+    found.record_search("s1", ["a", "b"])
+    found.record_call("a")
+    found.record_search("s2", [])  # a search that loaded nothing is not the latest
+    found.record_search("s3", ["c", "b"])
+    found.record_search("s3", ["x"])  # the same call read again: no change
+    assert found.loaded() == ("a", "b", "c")
+    assert found.loaded("called") == ("a", "b", "c")
+    found.record_search("s4", ["d"])
+    assert found.loaded("called") == ("a", "d")
+
+
+def test_keep_loaded_must_be_known() -> None:
+    with pytest.raises(ConfigError, match="keep_loaded must be one of all, called, got 'some'"):
+        DeferredPool([], keep_loaded="some")  # type: ignore[arg-type]

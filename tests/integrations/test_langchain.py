@@ -4,7 +4,7 @@ fake chat model over the bundled 495-tool catalogue."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 
@@ -19,6 +19,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
+from langgraph.prebuilt import InjectedState, ToolNode
 from pydantic import Field
 
 from toolsearch.integrations.langchain import STATE_KEY, BigtoolSearch, ToolSearchMiddleware
@@ -75,7 +76,7 @@ def tool_messages(messages: list[BaseMessage]) -> dict[str, ToolMessage]:
 
 
 def test_agent_searches_loads_and_calls_a_tool_and_never_reaches_a_denied_one(
-    workbench: list[Tool], script: Any
+    workbench: list[Tool], script: Any, documented: Any
 ) -> None:
     ran: list[tuple[str, dict[str, Any]]] = []
     arguments = dict(script.arguments)
@@ -123,6 +124,7 @@ def test_agent_searches_loads_and_calls_a_tool_and_never_reaches_a_denied_one(
     assert savings.requests == 4
     assert 0 < savings.tokens_sent < savings.tokens_without_search
     print("langchain test agent:", savings.to_json())
+    assert savings.to_json() == documented("langchain.md", "langchain test agent")
 
 
 def test_a_deferred_tool_must_be_loaded_before_it_runs(workbench: list[Tool], script: Any) -> None:
@@ -320,3 +322,137 @@ async def test_async_agents_call_an_async_hub(
     assert "jira_create_ticket ok" in tool_messages(state["messages"])["c1"].content
     assert hub_script.wanted in chat.bound[1]
     assert middleware.savings().requests == 3
+
+
+def test_a_structured_system_message_keeps_its_blocks(workbench: list[Tool]) -> None:
+    """With the announcement on, a system message of content blocks keeps them, Anthropic's
+    cache_control marker included; the announcement is a block of its own after them."""
+    from langchain_core.messages import SystemMessage
+
+    cached = {"type": "text", "text": "You are terse.", "cache_control": {"type": "ephemeral"}}
+    chat = model("done")
+    middleware = ToolSearchMiddleware(langchain_tools(workbench, []), backend="keyword")
+    agent = create_agent(chat, middleware=[middleware], system_prompt=SystemMessage([cached]))
+    agent.invoke({"messages": [("user", "hi")]})
+
+    system = chat.seen[0][0]
+    assert isinstance(system, SystemMessage)
+    assert system.content[0] == cached
+    assert system.content[1]["type"] == "text"
+    assert system.content[1]["text"].startswith("<available-deferred-tools>")
+    assert len(system.content) == 2
+
+
+def adapter_tools(ran: list[str]) -> list[BaseTool]:
+    """Tools of an MCP server named the way langchain-mcp-adapters names them with
+    ``tool_name_prefix=True`` (``<server>_<tool>``)."""
+
+    def make(name: str) -> BaseTool:
+        def run(**arguments: Any) -> str:
+            ran.append(name)
+            return f"{name} done"
+
+        schema = {"type": "object", "properties": {}}
+        return StructuredTool(name=name, description=name, args_schema=schema, func=run)
+
+    return [make(f"workspace_github_{verb}_repository") for verb in ("delete", "list")]
+
+
+@pytest.mark.parametrize(
+    "rule", ["mcp__workspace", "mcp__workspace__*", "mcp__workspace__github_delete_repository"]
+)
+def test_server_rules_deny_the_tools_of_an_mcp_adapter(rule: str) -> None:
+    ran: list[str] = []
+    denied, kept = "workspace_github_delete_repository", "workspace_github_list_repository"
+    chat = model(
+        [call(TOOL_SEARCH_NAME, {"query": f"select:{denied},{kept}"}, "s1")],
+        [call(denied, {}, "c1")],
+        "done",
+    )
+    middleware = ToolSearchMiddleware(
+        mcp_tools={"workspace": adapter_tools(ran)}, deny=[rule], backend="keyword"
+    )
+    state = create_agent(chat, middleware=[middleware]).invoke({"messages": [("user", "x")]})
+
+    results = tool_messages(state["messages"])
+    assert f"Not found: {denied}" in results["s1"].content
+    assert results["c1"].content == f"No such tool available: {denied}"
+    assert ran == []
+    assert all(denied not in bound for bound in chat.bound)
+    assert (kept in chat.bound[1]) == rule.endswith("delete_repository")
+
+
+def test_keep_loaded_called_keeps_the_called_tools_and_the_latest_search(
+    workbench: list[Tool], script: Any
+) -> None:
+    ran: list[tuple[str, dict[str, Any]]] = []
+    chat = model(
+        [call(TOOL_SEARCH_NAME, {"query": "slack message", "max_results": 3}, "s1")],
+        [call(script.wanted, dict(script.arguments), "c1")],
+        [call(TOOL_SEARCH_NAME, {"query": "select:mcp__github__create_issue"}, "s2")],
+        "done",
+    )
+    middleware = ToolSearchMiddleware(
+        langchain_tools(workbench, ran), backend="keyword", keep_loaded="called"
+    )
+    create_agent(chat, middleware=[middleware]).invoke({"messages": [("user", "x")]})
+
+    assert len(chat.bound[1]) == 4
+    assert chat.bound[3][0] == TOOL_SEARCH_NAME
+    assert set(chat.bound[3][1:]) == {script.wanted, "mcp__github__create_issue"}
+
+
+#: The one-line fix docs/integrations/langchain.md gives for langgraph-bigtool 0.0.3 on
+#: langgraph-prebuilt 1.x: ToolNode injects state, store and runtime itself when it runs a
+#: call, so bigtool's call to the removed public method can hand the call on unchanged.
+def bigtool_fix(self: Any, call: Any, state: Any, store: Any) -> Any:
+    return call
+
+
+def test_bigtool_runs_a_retrieved_tool_with_the_one_line_fix(
+    workbench: list[Tool], script: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ToolNode, "inject_tool_args", bigtool_fix, raising=False)
+    ran: list[tuple[str, dict[str, Any]]] = []
+
+    def count_messages(state: Annotated[dict[str, Any], InjectedState]) -> str:
+        """Count the messages of the conversation so far."""
+        return f"{len(state['messages'])} messages"
+
+    search = BigtoolSearch([*langchain_tools(workbench, ran), count_messages], backend="keyword")
+    chat = model(
+        [call(TOOL_SEARCH_NAME, {"query": f"select:{script.wanted},count_messages"}, "s1")],
+        [call(script.wanted, dict(script.arguments), "c1"), call("count_messages", {}, "c2")],
+        "done",
+    )
+    state = bigtool_agent(search, chat).invoke({"messages": [("user", "post hello")]})
+
+    results = tool_messages(state["messages"])
+    assert results["c1"].content == f"{script.wanted} done"
+    assert results["c2"].content == "4 messages"
+    assert ran == [(script.wanted, dict(script.arguments))]
+
+
+def test_a_tool_called_in_the_response_that_found_it_gets_a_clear_message(
+    workbench: list[Tool], script: Any
+) -> None:
+    ran: list[tuple[str, dict[str, Any]]] = []
+    arguments = dict(script.arguments)
+    chat = model(
+        [
+            call(TOOL_SEARCH_NAME, {"query": f"select:{script.wanted}"}, "s1"),
+            call(script.wanted, arguments, "c1"),
+        ],
+        [call(script.wanted, arguments, "c2")],
+        "sent",
+    )
+    middleware = ToolSearchMiddleware(langchain_tools(workbench, ran), backend="keyword")
+    state = create_agent(chat, middleware=[middleware]).invoke({"messages": [("user", "x")]})
+
+    results = tool_messages(state["messages"])
+    assert results["c1"].status == "error"
+    assert results["c1"].content.startswith(
+        f"{script.wanted} was loaded by the ToolSearch call in this same response"
+    )
+    assert results["c2"].content == f"{script.wanted} done"
+    assert ran == [(script.wanted, arguments)]

@@ -55,7 +55,7 @@ def tool_names(model: ScriptedModel) -> list[list[str]]:
 
 @pytest.mark.anyio
 async def test_agent_searches_loads_and_calls_a_tool_and_never_reaches_a_denied_one(
-    workbench: list[Tool], script: Any
+    workbench: list[Tool], script: Any, documented: Any
 ) -> None:
     ran: list[tuple[str, str]] = []
     arguments = dict(script.arguments)
@@ -104,11 +104,12 @@ async def test_agent_searches_loads_and_calls_a_tool_and_never_reaches_a_denied_
     instructions = model.calls[0].system_instructions or ""
     assert instructions.startswith("Help.") and "<available-deferred-tools>" in instructions
     assert script.denied not in instructions
-    assert search.discovered[0] == script.wanted
+    assert search.discovered_in(result.to_input_list())[0] == script.wanted
     savings = search.savings()
     assert savings.requests == 4
     assert 0 < savings.tokens_sent < savings.tokens_without_search
     print("openai-agents test agent:", savings.to_json())
+    assert savings.to_json() == documented("openai-agents.md", "openai-agents test agent")
 
 
 @pytest.mark.anyio
@@ -202,3 +203,168 @@ async def test_mcp_tools_run_through_the_hub(
         hub_script.failing,
     }
     assert ran == []
+
+
+def run_config(search: ToolSearchTools) -> Any:
+    return search.run_config(tracing_disabled=True)
+
+
+@pytest.mark.anyio
+async def test_a_denied_tool_given_outside_the_integration_refuses_the_run(
+    workbench: list[Tool],
+) -> None:
+    from toolsearch.errors import ConfigError
+
+    ran: list[tuple[str, str]] = []
+    delete_everything = function_tools(
+        [Tool("delete_everything", "Delete every file in the workspace.")], ran
+    )[0]
+    model = ScriptedModel([[function_call("delete_everything", {}, call_id="c1")]])
+    search = ToolSearchTools(
+        function_tools(workbench[:20], ran), deny=["delete_everything"], backend="keyword"
+    )
+    agent = Agent(name="a", model=model, tools=[*search.tools, delete_everything])
+    with pytest.raises(ConfigError, match=r"'delete_everything' \(the agent's own tools\) outside"):
+        await Runner.run(agent, "clean up", run_config=run_config(search))
+    assert ran == [] and not model.calls
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("rule", ["mcp__workspace", "mcp__workspace__github_delete_repository"])
+async def test_server_rules_reach_the_agent_s_mcp_servers(workbench: list[Tool], rule: str) -> None:
+    import sys
+    from pathlib import Path
+
+    from agents.mcp import MCPServerStdio
+
+    from toolsearch.errors import ConfigError
+
+    server_script = Path(__file__).resolve().parents[1] / "mcp_servers" / "many_tools.py"
+    params: Any = {"command": sys.executable, "args": [str(server_script)]}
+    model = ScriptedModel([[assistant_message("done")]])
+    search = ToolSearchTools(function_tools(workbench[:20], []), deny=[rule], backend="keyword")
+    async with MCPServerStdio(name="workspace", params=params) as server:
+        agent = Agent(name="a", model=model, tools=search.tools, mcp_servers=[server])
+        with pytest.raises(ConfigError, match="MCP server 'workspace'"):
+            await Runner.run(agent, "x", run_config=run_config(search))
+    assert not model.calls
+
+
+@pytest.mark.anyio
+async def test_one_object_keeps_each_run_s_found_tools_apart(
+    workbench: list[Tool], script: Any
+) -> None:
+    """A module-level agent serves two users: what user A's search loaded is not sent in
+    user B's first request; A's next run gets it back from its items."""
+    ran: list[tuple[str, str]] = []
+    model = ScriptedModel(
+        [
+            [search_call({"query": f"select:{script.wanted}"}, "s1")],
+            [assistant_message("loaded")],  # user A
+            [assistant_message("hello")],  # user B
+            [function_call(script.wanted, dict(script.arguments), call_id="c1")],
+            [assistant_message("sent")],  # user A again
+        ]
+    )
+    search = ToolSearchTools(function_tools(workbench, ran), backend="keyword")
+    agent = Agent(name="a", model=model, tools=search.tools)
+    first = await Runner.run(agent, "load the slack tool", run_config=run_config(search))
+    await Runner.run(agent, "hi", run_config=run_config(search))
+    again = [*first.to_input_list(), {"role": "user", "content": "post"}]
+    await Runner.run(agent, again, run_config=run_config(search))
+
+    sent = tool_names(model)
+    assert script.wanted in sent[1]
+    assert sent[2] == [TOOL_SEARCH_NAME]
+    assert script.wanted in sent[3]
+    assert [name for name, _ in ran] == [script.wanted]
+
+
+@pytest.mark.anyio
+async def test_found_tools_come_back_from_a_session(workbench: list[Tool], script: Any) -> None:
+    """A new ToolSearchTools (another process) reads the found tools from the session."""
+    from agents import SQLiteSession
+
+    ran: list[tuple[str, str]] = []
+    session = SQLiteSession("user-a")
+    first_model = ScriptedModel(
+        [[search_call({"query": f"select:{script.wanted}"}, "s1")], [assistant_message("ok")]]
+    )
+    first = ToolSearchTools(function_tools(workbench, ran), backend="keyword")
+    agent = Agent(name="a", model=first_model, tools=first.tools)
+    await Runner.run(agent, "load it", session=session, run_config=run_config(first))
+
+    model = ScriptedModel(
+        [
+            [function_call(script.wanted, dict(script.arguments), call_id="c1")],
+            [assistant_message("sent")],
+        ]
+    )
+    search = ToolSearchTools(function_tools(workbench, ran), backend="keyword")
+    agent = Agent(name="a", model=model, tools=search.tools)
+    await Runner.run(agent, "post", session=session, run_config=run_config(search))
+
+    assert script.wanted in tool_names(model)[0]
+    assert [name for name, _ in ran] == [script.wanted]
+
+
+@pytest.mark.anyio
+async def test_an_approved_call_runs_when_resumed_from_run_state(workbench: list[Tool]) -> None:
+    """A call that needs approval stops the run; the approved RunState, resumed through a
+    new ToolSearchTools (another process), runs the call."""
+    from agents import RunState
+
+    ran: list[tuple[str, str]] = []
+
+    def tools() -> list[FunctionTool]:
+        delete_repo = function_tools([Tool("delete_repo", "Delete a git repository.")], ran)[0]
+        delete_repo.needs_approval = True
+        return [*function_tools(workbench[:20], ran), delete_repo]
+
+    model = ScriptedModel(
+        [
+            [search_call({"query": "select:delete_repo"}, "s1")],
+            [function_call("delete_repo", {}, call_id="c1")],
+            [assistant_message("deleted")],
+        ]
+    )
+    first = ToolSearchTools(tools(), backend="keyword")
+    agent = Agent(name="a", model=model, tools=first.tools)
+    result = await Runner.run(agent, "delete the repo", run_config=run_config(first))
+    state = result.to_state()
+    state.approve(result.interruptions[0])
+    saved = state.to_json()
+
+    search = ToolSearchTools(tools(), backend="keyword")
+    agent = Agent(name="a", model=model, tools=search.tools)
+    resumed = await RunState.from_json(agent, saved)
+    final = await Runner.run(agent, resumed, run_config=run_config(search))
+
+    assert outputs(final)["c1"] == "delete_repo done"
+    assert ran == [("delete_repo", "{}")]
+    assert final.final_output == "deleted"
+
+
+@pytest.mark.anyio
+async def test_a_tool_called_in_the_response_that_found_it_gets_a_clear_message(
+    workbench: list[Tool], script: Any
+) -> None:
+    ran: list[tuple[str, str]] = []
+    model = ScriptedModel(
+        [
+            [
+                search_call({"query": f"select:{script.wanted}"}, "s1"),
+                function_call(script.wanted, dict(script.arguments), call_id="c1"),
+            ],
+            [function_call(script.wanted, dict(script.arguments), call_id="c2")],
+            [assistant_message("sent")],
+        ]
+    )
+    search = ToolSearchTools(function_tools(workbench, ran), backend="keyword")
+    agent = Agent(name="a", model=model, tools=search.tools)
+    result = await Runner.run(agent, "post", run_config=run_config(search))
+
+    out = outputs(result)
+    assert out["c1"].startswith(f"{script.wanted} was loaded by the ToolSearch call in this")
+    assert "call it again" in out["c1"]
+    assert out["c2"] == f"{script.wanted} done"

@@ -20,14 +20,33 @@ from typing import TYPE_CHECKING
 from toolsearch._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from toolsearch.integrations.deferred import DeferredPool, Savings, SearchAnswer, framework_tool
+    from toolsearch.integrations.deferred import (
+        DeferredPool,
+        DenyRuleWarning,
+        FoundTools,
+        Savings,
+        SearchAnswer,
+        framework_tool,
+        loaded_names,
+    )
 
-__all__ = ["DeferredPool", "Savings", "SearchAnswer", "framework_tool"]
+__all__ = [
+    "DeferredPool",
+    "DenyRuleWarning",
+    "FoundTools",
+    "Savings",
+    "SearchAnswer",
+    "framework_tool",
+    "loaded_names",
+]
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
         "DeferredPool": "deferred",
+        "DenyRuleWarning": "deferred",
+        "FoundTools": "deferred",
+        "loaded_names": "deferred",
         "Savings": "deferred",
         "SearchAnswer": "deferred",
         "framework_tool": "deferred",

@@ -5,50 +5,153 @@ A framework runs the agent loop; :class:`DeferredPool` supplies what toolsearch 
 the agent layer's order (docs/reference-behaviour.md §6): the framework's own tools plus an MCP
 hub's tools → deny rules → deferral → the ToolSearch engine. Each turn the framework sends
 :meth:`DeferredPool.visible` — tools loaded up front, ToolSearch, and the deferred tools
-discovered so far — and answers a ToolSearch call with :meth:`DeferredPool.search_text`.
+discovered so far — and answers a ToolSearch call with :meth:`DeferredPool.search`.
 
-The discovered set lives here, not in the framework's message history, so trimming or
-summarising the history never unloads a tool; :attr:`DeferredPool.discovered` can be saved
-with a conversation and handed back through ``discovered=``.
+One pool serves every conversation of an agent, so a conversation's found tools are not kept
+on it: an integration keeps a :class:`FoundTools` per conversation in what the framework
+already keeps (graph state, message history, run items — :func:`loaded_names` reads a
+ToolSearch result back) and hands :meth:`FoundTools.loaded` to :meth:`DeferredPool.visible`
+and :meth:`DeferredPool.call_error`. The pool's own set (:attr:`DeferredPool.discovered`,
+``discovered=``) serves a single-conversation loop of one's own.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
 
 from toolsearch.agent.announce import announcement_block
 from toolsearch.agent.hygiene import call_error
 from toolsearch.agent.pool import ResolvedTools, resolve_tools
-from toolsearch.agent.providers.plain import loaded_text
+from toolsearch.agent.providers.plain import LOADED_HEADER, loaded_text
 from toolsearch.backend import SearchBackend
 from toolsearch.engine import DEFAULT_MAX_RESULTS, DEFAULT_MAX_RESULTS_CAP, ToolSearch
 from toolsearch.errors import ConfigError, QueryError
-from toolsearch.permissions import DenyRule, parse_rules
+from toolsearch.permissions import DenyRule, name_key, parse_rules, unmatched_rules
 from toolsearch.tokens import TokenCounter, default_counter, tool_tokens
-from toolsearch.tool import TOOL_SEARCH_NAME, Tool, is_deferred
+from toolsearch.tool import MCP_PREFIX, TOOL_SEARCH_NAME, Tool, is_deferred, mcp_tool_name
 
 if TYPE_CHECKING:
     from toolsearch.mcp.client import ToolCallResult
     from toolsearch.mcp.hub import BlockingMcpHub, McpHub
 
-__all__ = ["DeferredPool", "Savings", "SearchAnswer", "framework_tool"]
+__all__ = [
+    "KEEP_LOADED",
+    "DeferredPool",
+    "DenyRuleWarning",
+    "FoundTools",
+    "Savings",
+    "SearchAnswer",
+    "found_in_same_response",
+    "framework_tool",
+    "loaded_names",
+]
+
+
+class DenyRuleWarning(UserWarning):
+    """A deny rule matches none of the pool's tools: usually a typo (``mcp__gitlab__``, a bare
+    server name, look-alike letters), which would otherwise deny nothing in silence."""
 
 
 def framework_tool(
-    name: str, description: str | None, schema: Mapping[str, Any] | None, *, deferred: bool
+    name: str,
+    description: str | None,
+    schema: Mapping[str, Any] | None,
+    *,
+    deferred: bool,
+    server: str | None = None,
+    server_tool: str | None = None,
 ) -> Tool:
-    """A framework's tool as a toolsearch :class:`Tool` (deferred unless loaded up front)."""
+    """A framework's tool as a toolsearch :class:`Tool` (deferred unless loaded up front).
+
+    ``server`` names the MCP server an adapter brought the tool from, under the adapter's own
+    name for it (``workspace_github_delete_repository``); ``server_tool`` is the tool's name on
+    that server. The tool then answers to its Claude Code name ``mcp__<server>__<tool>`` too:
+    deny rules written that way (``mcp__workspace``, ``mcp__workspace__*``,
+    ``mcp__workspace__github_delete_repository``) remove it, and ``select:`` finds it."""
     input_schema = dict(schema) if schema else {"type": "object", "properties": {}}
+    aliases: tuple[str, ...] = ()
+    if server:
+        canonical = mcp_tool_name(server, server_tool or name)
+        aliases = () if canonical == name else (canonical,)
     return Tool(
         name,
         description or "",
         input_schema,
         should_defer=deferred,
         always_load=not deferred,
+        aliases=aliases,
+        server=server or None,
     )
+
+
+def found_in_same_response(name: str) -> str:
+    """What the model reads when it called ``name`` in the same response as the ToolSearch
+    call that loaded it: the framework had fixed that response's tools before the search
+    ran, so the call was refused, and calling it again now works."""
+    return (
+        f"{name} was loaded by the {TOOL_SEARCH_NAME} call in this same response, so it could "
+        "not be called in it. It can be called now: call it again."
+    )
+
+
+def loaded_names(text: str) -> tuple[str, ...]:
+    """The tools a ToolSearch result loaded, read back from the text the model got (the
+    definitions :meth:`DeferredPool.search` returns, one JSON object a line): how an
+    integration restores the discovered set from the history a framework keeps."""
+    lines = text.splitlines()
+    if not lines or lines[0] != LOADED_HEADER:
+        return ()
+    names: list[str] = []
+    for line in lines[1:]:
+        try:
+            definition = json.loads(line)
+        except ValueError:
+            break
+        if not isinstance(definition, dict) or not isinstance(definition.get("name"), str):
+            break
+        names.append(definition["name"])
+    return tuple(names)
+
+
+#: Which found tools stay loaded: ``"all"`` — every tool any ToolSearch call of the
+#: conversation loaded, for the rest of it (Claude Code's rule, the default); ``"called"`` —
+#: the latest search's tools plus the tools the model has called.
+KeepLoaded = Literal["all", "called"]
+KEEP_LOADED: tuple[KeepLoaded, ...] = ("all", "called")
+
+
+@dataclass
+class FoundTools:
+    """One conversation's ToolSearch results and called tools, rebuilt from the state the
+    framework keeps (message history, session items) so that nothing of one user's
+    conversation lives on an integration object shared by many."""
+
+    #: tool call id → the names that ToolSearch call loaded, in the order of the calls
+    searches: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: the deferred tools the model called, in order
+    called: dict[str, None] = field(default_factory=dict)
+
+    def record_search(self, call_id: str, names: Iterable[str]) -> None:
+        """Add one ToolSearch call's result (again under the same id: no change)."""
+        self.searches.setdefault(call_id, tuple(names))
+
+    def record_call(self, name: str) -> None:
+        """Note that the model called ``name``."""
+        self.called[name] = None
+
+    def loaded(self, keep: KeepLoaded = "all") -> tuple[str, ...]:
+        """The tools to send, in the order they were found (see :data:`KeepLoaded`)."""
+        found = [names for names in self.searches.values() if names]
+        every = dict.fromkeys(name for names in found for name in names)
+        if keep == "all" or not found:
+            return tuple(every)
+        latest = set(found[-1])
+        return tuple(name for name in every if name in latest or name in self.called)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +205,20 @@ class Savings:
         }
 
 
+def _rule_hint(text: str, tools: Sequence[Tool]) -> str:
+    """What an unmatched rule was probably meant to be, for its warning."""
+    servers = {name_key(t.server) for t in tools if t.server}
+    stripped = text.strip()
+    if not stripped.lower().startswith(MCP_PREFIX) and name_key(stripped).startswith(MCP_PREFIX):
+        return "; it is written with look-alike characters: write mcp__ in plain ASCII"
+    if stripped.endswith("__") and stripped.lower().startswith(MCP_PREFIX):
+        server = stripped[len(MCP_PREFIX) : -2]
+        return f"; for the whole server write mcp__{server} or mcp__{server}__*"
+    if name_key(stripped) in servers:
+        return f"; {stripped!r} is a server: write mcp__{stripped}"
+    return ""
+
+
 class DeferredPool:
     """The framework's tools and an MCP hub's tools as one permitted, deferred, searchable pool.
 
@@ -113,6 +230,8 @@ class DeferredPool:
     ``counter`` counts tokens for :meth:`savings`; ``discovered`` restores a saved state.
     ``announce`` names the deferred tools to the model in an ``<available-deferred-tools>``
     block (:meth:`announcement`) that the integration adds to the system prompt.
+    ``keep_loaded`` bounds what stays loaded (:data:`KeepLoaded`; ``"all"`` by default, as in
+    Claude Code) for integrations that keep a :class:`FoundTools` per conversation.
     """
 
     def __init__(
@@ -127,7 +246,13 @@ class DeferredPool:
         counter: TokenCounter | None = None,
         discovered: Iterable[str] = (),
         announce: bool = True,
+        keep_loaded: KeepLoaded = "all",
     ) -> None:
+        if keep_loaded not in KEEP_LOADED:
+            raise ConfigError(
+                f"keep_loaded must be one of {', '.join(KEEP_LOADED)}, got {keep_loaded!r}"
+            )
+        self.keep_loaded: KeepLoaded = keep_loaded
         self._local = list(tools)
         self._check_names(self._local)
         self.hub = hub
@@ -137,6 +262,10 @@ class DeferredPool:
         self.announce = announce
         self._discovered: dict[str, None] = dict.fromkeys(discovered)
         self._hub_names: frozenset[str] = frozenset()
+        self._alias_denied: frozenset[str] = frozenset()
+        self._given: list[Tool] = []
+        self._outside: dict[str, Tool] = {}
+        self._warned: set[str] = set()
         self._counted = Savings(0, 0, 0)
         self._pool = self._resolve()
         self.engine = ToolSearch(
@@ -164,9 +293,44 @@ class DeferredPool:
         hub_tools = list(self.hub.tools) if self.hub is not None else []
         local = {t.name for t in self._local}
         self._hub_names = frozenset(t.name for t in hub_tools if t.name not in local)
+        self._given = [*self._local, *hub_tools]
+        permitted = [t for t in self._local if not self._denied_by_alias(t)]
+        self._alias_denied = frozenset(t.name for t in self._local) - {t.name for t in permitted}
         return resolve_tools(
-            [*self._local, *hub_tools], deny=self.rules, max_results_cap=self.max_results_cap
+            [*permitted, *hub_tools], deny=self.rules, max_results_cap=self.max_results_cap
         )
+
+    def _denied_by_alias(self, tool: Tool) -> bool:
+        """Whether a rule denies an adapter's MCP tool by its ``mcp__<server>__<tool>`` name."""
+        return tool.server is not None and any(
+            rule.matches_name(alias, tool.server) for alias in tool.aliases for rule in self.rules
+        )
+
+    def note_outside(self, tools: Iterable[Tool]) -> None:
+        """Tools the framework holds outside the pool (given to the agent directly): a deny
+        rule that matches one of them is not a typo."""
+        self._outside.update((tool.name, tool) for tool in tools)
+
+    def _warn_unmatched(self) -> None:
+        """Warn once for each rule that matches no tool given to the pool or noted outside
+        it, nor a server the hub could still bring (as the gateway does at start-up)."""
+        tools = [*self._given, *self._outside.values()]
+        if not tools:
+            return
+        servers = list(self.hub.servers) if self.hub is not None else []
+        pending = [r for r in self.rules if r.text not in self._warned]
+        unmatched = unmatched_rules(pending, tools=tools, servers=servers)
+        for rule in unmatched:
+            if any(rule.matches_name(a, t.server) for t in tools for a in t.aliases):
+                continue
+            self._warned.add(rule.text)
+            warnings.warn(
+                f"deny rule {rule.text!r} matches no tool: it denies nothing"
+                f"{_rule_hint(rule.text, tools)} (a whole server is mcp__<server> or "
+                "mcp__<server>__*; a tool is its exact name)",
+                DenyRuleWarning,
+                stacklevel=3,
+            )
 
     def set_tools(self, tools: Iterable[Tool]) -> None:
         """Replace the framework's tools (for a framework that lists its tools per run); the
@@ -212,6 +376,7 @@ class DeferredPool:
         discovered deferred tools, in pool order. ``discovered`` replaces the pool's own set
         when the framework keeps the state (a LangGraph state key)."""
         pool = self.refresh()
+        self._warn_unmatched()
         found = self._loaded(discovered)
         plain = [t for t in pool.tools if not is_deferred(t)]
         return [*plain, *(t for t in pool.deferred if t.name in found)]
@@ -224,10 +389,13 @@ class DeferredPool:
 
     # -- ToolSearch ------------------------------------------------------------------------
 
-    def search(self, query: Any, max_results: Any = DEFAULT_MAX_RESULTS) -> SearchAnswer:
+    def search(
+        self, query: Any, max_results: Any = DEFAULT_MAX_RESULTS, *, remember: bool = True
+    ) -> SearchAnswer:
         """Run one ToolSearch call: the text the model reads (the loaded tools' definitions,
         the no-match text, or an error naming the bad argument) and the names it loaded,
-        which join the pool's discovered set."""
+        which join the pool's discovered set unless ``remember`` is off (an integration that
+        keeps the set per conversation, in the framework's own state)."""
         self.refresh()
         try:
             if not isinstance(query, str):
@@ -235,7 +403,8 @@ class DeferredPool:
             result = self.engine.search(query, max_results)
         except QueryError as exc:
             return SearchAnswer(f"{TOOL_SEARCH_NAME} error: {exc}", (), is_error=True)
-        self.discover(result.names)
+        if remember:
+            self.discover(result.names)
         found = [tool for name in result.names if (tool := self.engine.get(name)) is not None]
         text = loaded_text(found) if found else result.text()
         text = "\n".join(filter(None, (text, result.not_found_text())))
@@ -247,10 +416,19 @@ class DeferredPool:
         pool = {t.name: t for t in self._pool.tools}
         return call_error(name, pool=pool, loaded=self._loaded(discovered), search_enabled=True)
 
-    def is_denied(self, name: str) -> bool:
+    def is_denied(
+        self, name: str, server: str | None = None, server_tool: str | None = None
+    ) -> bool:
         """Whether a deny rule removes the tool called ``name`` (for tools a framework holds
-        outside the pool)."""
-        return any(rule.matches_name(name) for rule in self.rules)
+        outside the pool); ``server`` and ``server_tool`` as for :func:`framework_tool` when an
+        adapter brought the tool from an MCP server."""
+        if name in self._alias_denied:
+            return True
+        if server:
+            canonical = mcp_tool_name(server, server_tool or name)
+            if any(rule.matches_name(canonical, server) for rule in self.rules):
+                return True
+        return any(rule.matches_name(name, server or None) for rule in self.rules)
 
     # -- calling hub tools -----------------------------------------------------------------
 

@@ -24,14 +24,20 @@ from typing import TYPE_CHECKING, Annotated, Any, NotRequired
 from toolsearch.backend import SearchBackend
 from toolsearch.engine import DEFAULT_MAX_RESULTS, DEFAULT_MAX_RESULTS_CAP, tool_search_tool
 from toolsearch.errors import ConfigError, MissingExtraError
-from toolsearch.integrations.deferred import DeferredPool, Savings, framework_tool
+from toolsearch.integrations.deferred import (
+    DeferredPool,
+    KeepLoaded,
+    Savings,
+    found_in_same_response,
+    framework_tool,
+)
 from toolsearch.permissions import DenyRule
 from toolsearch.tokens import TokenCounter
 from toolsearch.tool import TOOL_SEARCH_NAME, Tool
 
 try:
     from langchain.agents.middleware import AgentMiddleware, AgentState
-    from langchain_core.messages import SystemMessage, ToolMessage
+    from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
     from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool, ToolException
     from langchain_core.tools import tool as as_langchain_tool
     from langchain_core.utils.function_calling import convert_to_openai_tool
@@ -47,10 +53,13 @@ if TYPE_CHECKING:
     from toolsearch.mcp.client import ToolCallResult
     from toolsearch.mcp.hub import BlockingMcpHub, McpHub
 
-__all__ = ["STATE_KEY", "BigtoolSearch", "ToolSearchMiddleware", "ToolSearchState"]
+__all__ = ["LATEST_KEY", "STATE_KEY", "BigtoolSearch", "ToolSearchMiddleware", "ToolSearchState"]
 
 #: The graph-state key that holds the names of the tools ToolSearch loaded.
 STATE_KEY = "toolsearch_discovered"
+#: The graph-state key that holds the names the latest ToolSearch call loaded (for
+#: ``keep_loaded="called"``).
+LATEST_KEY = "toolsearch_latest"
 
 
 def _union(left: list[str] | None, right: list[str] | None) -> list[str]:
@@ -64,11 +73,20 @@ class ToolSearchState(AgentState[Any]):
     """The agent state plus the discovered set (merged, never replaced, by each update)."""
 
     toolsearch_discovered: NotRequired[Annotated[list[str], _union]]
+    toolsearch_latest: NotRequired[list[str]]
 
 
-def _pool_tool(tool: BaseTool, *, deferred: bool) -> Tool:
+def _pool_tool(tool: BaseTool, *, deferred: bool, server: str | None = None) -> Tool:
     parameters = convert_to_openai_tool(tool)["function"].get("parameters")
-    return framework_tool(tool.name, tool.description, parameters, deferred=deferred)
+    server_tool = tool.name.removeprefix(f"{server}_") if server else None
+    return framework_tool(
+        tool.name,
+        tool.description,
+        parameters,
+        deferred=deferred,
+        server=server,
+        server_tool=server_tool,
+    )
 
 
 def _result_text(result: ToolCallResult) -> str:
@@ -85,14 +103,20 @@ class _Converted:
         tools: Sequence[BaseTool | Callable[..., Any]],
         always_load: Iterable[str],
         pool_options: Mapping[str, Any],
+        mcp_tools: Mapping[str, Sequence[BaseTool]] | None = None,
     ) -> None:
         converted = [t if isinstance(t, BaseTool) else as_langchain_tool(t) for t in tools]
+        servers = {t.name: server for server, ts in (mcp_tools or {}).items() for t in ts}
+        converted += [t for ts in (mcp_tools or {}).values() for t in ts]
         self.framework: dict[str, BaseTool] = {t.name: t for t in converted}
         upfront = set(always_load)
         unknown = sorted(upfront - set(self.framework))
         if unknown:
             raise ConfigError(f"always_load names no given tool: {', '.join(unknown)}")
-        pool_tools = [_pool_tool(t, deferred=t.name not in upfront) for t in converted]
+        pool_tools = [
+            _pool_tool(t, deferred=t.name not in upfront, server=servers.get(t.name))
+            for t in converted
+        ]
         self.pool = DeferredPool(pool_tools, **pool_options)
         self.search = _search_tool(self.pool)
         self._hub: dict[str, tuple[Tool, BaseTool]] = {}
@@ -148,10 +172,26 @@ def _search_tool(pool: DeferredPool) -> BaseTool:
             name=TOOL_SEARCH_NAME,
             status="error" if answer.is_error else "success",
         )
-        return Command(update={STATE_KEY: list(answer.names), "messages": [message]})
+        update = {STATE_KEY: list(answer.names), "messages": [message]}
+        if answer.names:
+            update[LATEST_KEY] = list(answer.names)
+        return Command(update=update)
 
     description = tool_search_tool(pool.max_results_cap).description
     return StructuredTool.from_function(run, name=TOOL_SEARCH_NAME, description=description)
+
+
+def _announced(system: SystemMessage | None, block: str) -> SystemMessage:
+    """The system message with the announcement after it. Structured content keeps its
+    blocks (an Anthropic ``cache_control`` marker included) and gains a text block, so a
+    cached prefix stays cached; plain text gains the block after a blank line."""
+    if system is None:
+        return SystemMessage(block)
+    if isinstance(system.content, list):
+        blocks = [*system.content, {"type": "text", "text": block}]
+        return system.model_copy(update={"content": blocks})
+    text = f"{system.content}\n\n{block}" if system.content else block
+    return system.model_copy(update={"content": text})
 
 
 def _tool_name(tool: BaseTool | Mapping[str, Any]) -> str:
@@ -163,10 +203,14 @@ class ToolSearchMiddleware(AgentMiddleware[ToolSearchState, Any, Any]):
 
     ``tools`` (LangChain tools or plain functions) are registered by the middleware — pass
     them here rather than to ``create_agent``; each is deferred unless named in
-    ``always_load``. ``hub`` adds a running MCP hub's tools; ``deny`` removes tools from
-    everything (tools given to ``create_agent`` directly included); ``backend`` and
+    ``always_load``. ``mcp_tools`` maps an MCP server's name to the LangChain tools an
+    adapter made of its tools (``langchain-mcp-adapters``:
+    ``await client.get_tools(server_name=name)``): they join ``tools`` and answer to
+    ``mcp__<server>`` rules. ``hub`` adds a running MCP hub's tools; ``deny`` removes tools
+    from everything (tools given to ``create_agent`` directly included); ``backend`` and
     ``backend_options`` choose the ranking; ``counter`` counts the tokens of
-    :meth:`savings`; ``announce`` names the deferred tools in the system message.
+    :meth:`savings`; ``announce`` names the deferred tools in the system message;
+    ``keep_loaded`` bounds what stays loaded (``"all"`` or ``"called"``).
     """
 
     state_schema = ToolSearchState
@@ -175,6 +219,7 @@ class ToolSearchMiddleware(AgentMiddleware[ToolSearchState, Any, Any]):
         self,
         tools: Sequence[BaseTool | Callable[..., Any]] = (),
         *,
+        mcp_tools: Mapping[str, Sequence[BaseTool]] | None = None,
         hub: McpHub | BlockingMcpHub | None = None,
         deny: Iterable[str | DenyRule] = (),
         always_load: Iterable[str] = (),
@@ -183,6 +228,7 @@ class ToolSearchMiddleware(AgentMiddleware[ToolSearchState, Any, Any]):
         max_results_cap: int = DEFAULT_MAX_RESULTS_CAP,
         counter: TokenCounter | None = None,
         announce: bool = True,
+        keep_loaded: KeepLoaded = "all",
     ) -> None:
         super().__init__()
         options = {
@@ -193,8 +239,9 @@ class ToolSearchMiddleware(AgentMiddleware[ToolSearchState, Any, Any]):
             "max_results_cap": max_results_cap,
             "counter": counter,
             "announce": announce,
+            "keep_loaded": keep_loaded,
         }
-        self._tools = _Converted(tools, always_load, options)
+        self._tools = _Converted(tools, always_load, options, mcp_tools)
         self.pool = self._tools.pool
         self.tools = [self._tools.search, *self._tools.permitted_framework_tools()]
 
@@ -204,22 +251,35 @@ class ToolSearchMiddleware(AgentMiddleware[ToolSearchState, Any, Any]):
 
     # -- model requests --------------------------------------------------------------------
 
+    def _loaded(self, state: Any) -> list[str]:
+        """The thread's loaded tools, bounded by ``keep_loaded``: with ``"called"``, the
+        latest search's plus those that ran (successful tool messages of the thread)."""
+        state = state if isinstance(state, Mapping) else {}
+        found: list[str] = list(state.get(STATE_KEY, []))
+        if self.pool.keep_loaded == "all" or LATEST_KEY not in state:
+            return found
+        keep = set(state[LATEST_KEY]) | {
+            m.name
+            for m in state.get("messages", [])
+            if isinstance(m, ToolMessage) and m.status == "success" and m.name
+        }
+        return [name for name in found if name in keep]
+
     def _prepare(self, request: Any) -> Any:
-        visible = self.pool.visible(request.state.get(STATE_KEY, []))
-        self.pool.count_request(visible)
         own = {*self._tools.framework, TOOL_SEARCH_NAME}
-        others = [
-            t
-            for t in request.tools
-            if _tool_name(t) not in own and not self.pool.is_denied(_tool_name(t))
-        ]
+        outside = [t for t in request.tools if _tool_name(t) not in own]
+        self.pool.note_outside(
+            framework_tool(_tool_name(t), None, None, deferred=False) for t in outside
+        )
+        visible = self.pool.visible(self._loaded(request.state))
+        self.pool.count_request(visible)
+        others = [t for t in outside if not self.pool.is_denied(_tool_name(t))]
         tools = [*(self._tools.langchain(t) for t in visible), *others]
         block = self.pool.announcement()
         if not block:
             return request.override(tools=tools)
-        system = request.system_message
-        text = f"{system.text}\n\n{block}" if system is not None and system.text else block
-        return request.override(tools=tools, system_message=SystemMessage(text))
+        system = _announced(request.system_message, block)
+        return request.override(tools=tools, system_message=system)
 
     def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         """Send ToolSearch, the tools loaded up front and the discovered ones."""
@@ -239,14 +299,41 @@ class ToolSearchMiddleware(AgentMiddleware[ToolSearchState, Any, Any]):
         outside = name not in self._tools.framework and not self.pool.is_hub_tool(name)
         if outside and not self.pool.is_denied(name):
             return request  # a tool given to create_agent directly: the framework's own
-        state = request.state if isinstance(request.state, Mapping) else {}
-        error = self.pool.call_error(name, state.get(STATE_KEY, []))
+        error = self.pool.call_error(name, self._loaded(request.state))
+        if error is not None and self._found_by_a_sibling(request):
+            error = found_in_same_response(name)
         if error is not None:
             return ToolMessage(error, tool_call_id=call["id"], name=name, status="error")
         tool = self.pool.pool.get(name)
         if tool is not None and self.pool.is_hub_tool(name):
             return request.override(tool=self._tools.langchain(tool))
         return request
+
+    def _found_by_a_sibling(self, request: ToolCallRequest) -> bool:
+        """Whether a ToolSearch call of the same response loads the tool called (the graph
+        runs a response's calls together, each on the state from before it)."""
+        call = request.tool_call
+        state = request.state if isinstance(request.state, Mapping) else {}
+        response = next(
+            (
+                m
+                for m in reversed(state.get("messages", []))
+                if isinstance(m, AIMessage) and any(c["id"] == call["id"] for c in m.tool_calls)
+            ),
+            None,
+        )
+        searches = (
+            [c for c in response.tool_calls if c["name"] == TOOL_SEARCH_NAME] if response else []
+        )
+        return any(
+            call["name"]
+            in self.pool.search(
+                c["args"].get("query"),
+                c["args"].get("max_results", DEFAULT_MAX_RESULTS),
+                remember=False,
+            ).names
+            for c in searches
+        )
 
     def wrap_tool_call(self, request: ToolCallRequest, handler: Callable[..., Any]) -> Any:
         """Refuse denied and not-yet-loaded tools; run the hub's tools through the hub."""
