@@ -89,11 +89,14 @@ from .postgres_schema import (
     lock_key,
     migrate,
 )
+from .postgres_stats import StatsCache
 from .postgres_text import (
     RANK_FUNCTIONS,
     RANK_WEIGHTS,
     document_literal,
-    query_literal,
+    query_lexemes,
+    selective_lexemes,
+    tsquery_of,
 )
 
 if TYPE_CHECKING:
@@ -120,6 +123,11 @@ WRITE_CHUNK = 1000
 ANALYZE_MIN_ROWS = 1000
 #: Namespaces with fewer tools are searched by an exact scan (measured: docs/postgres.md).
 DEFAULT_HNSW_MIN_ROWS = 2_000
+#: Rows the full-text ranking scores, estimated: a query's most frequent words only add to the
+#: scores of the rows its selective words match once a table is larger (docs/postgres.md).
+DEFAULT_TEXT_CANDIDATES = 5_000
+#: Megabytes of ``maintenance_work_mem`` for building an HNSW index (docs/postgres.md, "Sizing").
+DEFAULT_HNSW_BUILD_MEMORY = 1024
 # pgvector's HNSW index holds vectors of at most this many dimensions.
 _HNSW_MAX_DIM = 2000
 _HNSW_MAX_EF = 1000
@@ -274,9 +282,11 @@ class PostgresBackend(BaseBackend):
         rank_normalization: int = 1,
         rank_weights: Sequence[float] = RANK_WEIGHTS,
         stopwords: bool = False,
+        text_candidates: int | None = DEFAULT_TEXT_CANDIDATES,
         hnsw_min_rows: int = DEFAULT_HNSW_MIN_ROWS,
         hnsw_m: int = 16,
         hnsw_ef_construction: int = 64,
+        hnsw_build_memory: int = DEFAULT_HNSW_BUILD_MEMORY,
         ef_search: int = 120,
         fusion: str = "convex",
         min_similarity: float | str | None = "default",
@@ -304,9 +314,15 @@ class PostgresBackend(BaseBackend):
         if not isinstance(stopwords, bool):
             raise ConfigError(f"postgres option stopwords must be true or false, got {stopwords!r}")
         self.stopwords = stopwords
+        self.text_candidates = (
+            None
+            if text_candidates is None
+            else _count_option("text_candidates", text_candidates, minimum=1)
+        )
         self.hnsw_min_rows = _count_option("hnsw_min_rows", hnsw_min_rows, minimum=1)
         self.hnsw_m = _count_option("hnsw_m", hnsw_m, minimum=2)
         self.hnsw_ef_construction = _count_option("hnsw_ef_construction", hnsw_ef_construction, 4)
+        self.hnsw_build_memory = _count_option("hnsw_build_memory", hnsw_build_memory, 64)
         self.ef_search = _count_option("ef_search", ef_search, minimum=1)
         fuser(fusion)  # refuses an unknown fusion before connecting
         self.fusion = fusion
@@ -335,6 +351,7 @@ class PostgresBackend(BaseBackend):
         self._heartbeat: threading.Thread | None = None
         self._closed = threading.Event()
         self._iterative_scan = False
+        self._stats = StatsCache(self.schema)
         self._pool = self._open()
         self._release = _Release(self._pool, self.schema, self.namespace, self.holder, self.channel)
         self._finalizer = weakref.finalize(self, _shut, self._pool, self._closed, self._release)
@@ -617,14 +634,17 @@ class PostgresBackend(BaseBackend):
             last = number == len(chunks)
 
             def work(
-                conn: psycopg.Connection[Any], chunk: Sequence[Tool] = chunk, last: bool = last
+                conn: psycopg.Connection[Any],
+                chunk: Sequence[Tool] = chunk,
+                last: bool = last,
+                earlier: bool = changed_rows > 0,
             ) -> int:
                 catalogue = self._enter(conn, partial=False)
                 changed = self._hold(conn, chunk, catalogue)
                 if last:
                     changed += self._delete_holdings(conn, [t.name for t in unique], keep=True)
-                if changed:
-                    self._after_change(conn, catalogue)
+                if changed or (last and earlier and not catalogue.hnsw):
+                    self._after_change(conn, catalogue, build_due=last)
                 return changed
 
             changed_rows += self._retrying("update", work)
@@ -632,13 +652,20 @@ class PostgresBackend(BaseBackend):
 
     def _upsert_chunks(self, tools: Sequence[Tool]) -> None:
         changed_rows = 0
-        for chunk in _chunks(tools, WRITE_CHUNK):
+        chunks = list(_chunks(tools, WRITE_CHUNK))
+        for number, chunk in enumerate(chunks, start=1):
+            last = number == len(chunks)
 
-            def work(conn: psycopg.Connection[Any], chunk: Sequence[Tool] = chunk) -> int:
+            def work(
+                conn: psycopg.Connection[Any],
+                chunk: Sequence[Tool] = chunk,
+                last: bool = last,
+                earlier: bool = changed_rows > 0,
+            ) -> int:
                 catalogue = self._enter(conn, partial=True)
                 changed = self._hold(conn, chunk, catalogue)
-                if changed:
-                    self._after_change(conn, catalogue)
+                if changed or (last and earlier and not catalogue.hnsw):
+                    self._after_change(conn, catalogue, build_due=last)
                 return changed
 
             changed_rows += self._retrying("update", work)
@@ -663,6 +690,7 @@ class PostgresBackend(BaseBackend):
         except BackendError as exc:  # the change itself is committed; searches still work
             logger.warning("postgres: %s", exc)
             return
+        self._stats.forget()
         logger.info(
             "postgres: statistics of %s.tools refreshed in %.1f s after %d changed rows",
             self.schema,
@@ -701,16 +729,19 @@ class PostgresBackend(BaseBackend):
         """Write the content rows of ``tools`` not stored yet, or stored by an older
         tokeniser; each takes the vector of a stored row with the same embedded text, and
         only texts no row has are encoded. Returns how many rows were written."""
-        current = {
-            name
-            for (name,) in conn.execute(
-                f"SELECT t.name FROM {self._q}.tools t JOIN unnest(%s::text[], %s::text[]) "
-                "AS k(name, hash) ON t.name = k.name AND t.hash = k.hash "
-                "WHERE t.namespace = %s AND t.tokenizer_version = %s",
-                ([t.name for t in tools], list(hashes), self.namespace, TOKENIZER_VERSION),
-            )
-        }
-        missing = [(t, h) for t, h in zip(tools, hashes, strict=True) if t.name not in current]
+        stored: dict[str, int] = dict(
+            conn.execute(
+                f"SELECT t.name, t.tokenizer_version FROM {self._q}.tools t "
+                "JOIN unnest(%s::text[], %s::text[]) AS k(name, hash) "
+                "ON t.name = k.name AND t.hash = k.hash WHERE t.namespace = %s",
+                ([t.name for t in tools], list(hashes), self.namespace),
+            ).fetchall()
+        )
+        missing = [
+            (t, h)
+            for t, h in zip(tools, hashes, strict=True)
+            if stored.get(t.name) != TOKENIZER_VERSION
+        ]
         if not missing:
             return 0
         texts = {t.name: self._vectors.text(t) for t, _ in missing}
@@ -731,17 +762,21 @@ class PostgresBackend(BaseBackend):
             )
             for tool, hash_ in missing
         ]
-        with conn.cursor() as cur:
-            cur.executemany(
-                f"INSERT INTO {self._q}.tools (namespace, name, mcp, hash, text_hash, "
-                "definition, document, embedding, tokenizer_version) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s::tsvector, %s, %s) "
-                "ON CONFLICT (namespace, name, hash) DO UPDATE SET mcp = excluded.mcp, "
-                "text_hash = excluded.text_hash, definition = excluded.definition, "
-                "document = excluded.document, embedding = excluded.embedding, "
-                "tokenizer_version = excluded.tokenizer_version",
-                rows,
-            )
+        fresh = [row for row in rows if row[1] not in stored]
+        if fresh:
+            _copy_rows(conn, self.schema, fresh)
+        rewritten = [row for row in rows if row[1] in stored]
+        if rewritten:  # stored by an older tokeniser: rewritten in place (holdings point at it)
+            with conn.cursor() as cur:
+                cur.executemany(
+                    f"INSERT INTO {self._q}.tools ({_CONTENT_COLUMNS}) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s::tsvector, %s, %s) "
+                    "ON CONFLICT (namespace, name, hash) DO UPDATE SET mcp = excluded.mcp, "
+                    "text_hash = excluded.text_hash, definition = excluded.definition, "
+                    "document = excluded.document, embedding = excluded.embedding, "
+                    "tokenizer_version = excluded.tokenizer_version",
+                    rewritten,
+                )
         self.written += len(rows)
         return len(rows)
 
@@ -790,11 +825,15 @@ class PostgresBackend(BaseBackend):
         )
         return max(cur.rowcount, 0)
 
-    def _after_change(self, conn: psycopg.Connection[Any], catalogue: _Catalogue) -> None:
-        """Record the vector size, build the HNSW index once worth it, bump the generation,
-        renew the lease and notify — all in the writing transaction, so readers see the
-        change whole. Each step reads only what it needs: the size from one row, the row
-        count only until the index exists (a write of one chunk never scans the vectors)."""
+    def _after_change(
+        self, conn: psycopg.Connection[Any], catalogue: _Catalogue, *, build_due: bool = True
+    ) -> None:
+        """Record the vector size, build the HNSW index once worth it (``build_due``: at the
+        last chunk of a write, so that a bulk load builds it once over all its rows instead
+        of inserting row by row into a graph built after its second chunk), bump the
+        generation, renew the lease and notify — all in the writing transaction, so readers
+        see the change whole. Each step reads only what it needs: the size from one row, the
+        row count only until the index exists (a chunk never scans the vectors)."""
         dim = catalogue.dim
         if dim is None:
             found = conn.execute(
@@ -803,7 +842,7 @@ class PostgresBackend(BaseBackend):
             ).fetchone()
             dim = int(found[0]) if found else None
         build = False
-        if dim is not None and not catalogue.hnsw and dim <= _HNSW_MAX_DIM:
+        if build_due and dim is not None and not catalogue.hnsw and dim <= _HNSW_MAX_DIM:
             (rows,) = conn.execute(
                 f"SELECT count(*) FROM {self._q}.tools WHERE namespace = %s", (self.namespace,)
             ).fetchone() or (0,)
@@ -829,6 +868,12 @@ class PostgresBackend(BaseBackend):
         from psycopg import sql
 
         started = time.perf_counter()
+        # the graph built in memory: pgvector builds far slower once it no longer fits
+        conn.execute(
+            sql.SQL("SET LOCAL maintenance_work_mem = {}").format(
+                sql.Literal(f"{self.hnsw_build_memory}MB")
+            )
+        )
         conn.execute(
             sql.SQL(
                 "CREATE INDEX IF NOT EXISTS {name} ON {schema}.tools USING hnsw "
@@ -915,7 +960,7 @@ class PostgresBackend(BaseBackend):
         """The fused ranking of ``query`` with its best cosine as confidence, and whether that
         cosine is below ``min_similarity`` (no tool fits: the ranking is then empty; never
         for a step, ``abstain=False``)."""
-        tsquery = query_literal(query, stopwords=self.stopwords)
+        words = query_lexemes(query, stopwords=self.stopwords)
         vector = self._vectors.query(query.text)
         dense_wanted = bool(vector.any())
 
@@ -923,7 +968,7 @@ class PostgresBackend(BaseBackend):
             catalogue = self._catalogue(conn, create=False)
             if catalogue is None:
                 return [], []
-            lexical = self._lexical(conn, tsquery, depth) if tsquery else []
+            lexical = self._lexical(conn, words, depth) if words else []
             dense = self._dense(conn, vector, catalogue, depth) if dense_wanted else []
             return lexical, dense
 
@@ -942,21 +987,33 @@ class PostgresBackend(BaseBackend):
         hits = [Hit(name, fused[name]) for name in ranked[:depth] if fused[name] > 0]
         return Ranking(hits, best), False
 
-    def _lexical(self, conn: psycopg.Connection[Any], tsquery: str, depth: int) -> _Ranked:
-        """The best ``depth`` held tools by ``ts_rank``. The namespace's best
+    def _candidates(self, conn: psycopg.Connection[Any], words: Sequence[str]) -> list[str]:
+        """The query words whose matches are scored (all of them below ``text_candidates``
+        rows; :func:`~backends.postgres_text.selective_lexemes`)."""
+        if self.text_candidates is None:
+            return list(words)
+        stats = self._stats.get(conn)
+        return selective_lexemes(words, stats.frequency, stats.rows, self.text_candidates)
+
+    def _lexical(self, conn: psycopg.Connection[Any], words: Sequence[str], depth: int) -> _Ranked:
+        """The best ``depth`` held tools by ``ts_rank`` of all ``words``, among the rows that
+        match the selective ones (:meth:`_candidates`). The namespace's best
         ``_LEXICAL_OVERFETCH * depth`` rows are ranked first and checked against the
         holdings one by one — the same answer as ranking only held rows whenever ``depth``
         of them are among those, which they are unless the holder holds a small part of the
         namespace; then the held rows alone are ranked (a join over all the holder's rows,
         dearer in the usual case)."""
         score = f"{self.rank_function}(%s::float4[], t.document, q, %s)"
-        params = [list(self.rank_weights), self.rank_normalization, tsquery, self.namespace]
+        candidates = tsquery_of(self._candidates(conn, words))
+        params = [list(self.rank_weights), self.rank_normalization, tsquery_of(words)]
+        params += [candidates, self.namespace]
         fetch = depth * _LEXICAL_OVERFETCH
         rows = conn.execute(
             f"SELECT r.name, r.mcp, r.score, EXISTS (SELECT 1 FROM {self._q}.holdings h "
             "WHERE h.tool = r.id AND h.holder = %s AND h.namespace = %s) FROM ("
             f"SELECT t.id, t.name, t.mcp, {score} AS score FROM {self._q}.tools t, "
-            "CAST(%s AS tsquery) AS q WHERE t.namespace = %s AND t.document @@ q "
+            "CAST(%s AS tsquery) AS q, CAST(%s AS tsquery) AS c "
+            "WHERE t.namespace = %s AND t.document @@ c "
             "ORDER BY score DESC, t.mcp, t.name LIMIT %s) AS r "
             "ORDER BY r.score DESC, r.mcp, r.name",
             (self.holder, self.namespace, *params, fetch),
@@ -965,9 +1022,9 @@ class PostgresBackend(BaseBackend):
         if len(held) < depth and len(rows) == fetch:
             held = conn.execute(
                 f"SELECT t.name, t.mcp, {score} AS score FROM {self._q}.tools t "
-                f"JOIN {self._q}.holdings h ON h.tool = t.id, CAST(%s AS tsquery) AS q "
-                "WHERE t.namespace = %s AND h.namespace = t.namespace AND h.holder = %s "
-                "AND t.document @@ q ORDER BY score DESC, t.mcp, t.name LIMIT %s",
+                f"JOIN {self._q}.holdings h ON h.tool = t.id, CAST(%s AS tsquery) AS q, "
+                "CAST(%s AS tsquery) AS c WHERE t.namespace = %s AND h.namespace = t.namespace "
+                "AND h.holder = %s AND t.document @@ c ORDER BY score DESC, t.mcp, t.name LIMIT %s",
                 (*params, self.holder, depth),
             ).fetchall()
         return [(name, mcp, float(score)) for name, mcp, score in held[:depth] if score > 0]
@@ -1160,7 +1217,9 @@ class PostgresBackend(BaseBackend):
             "rank_normalization": self.rank_normalization,
             "rank_weights": list(self.rank_weights),
             "stopwords": self.stopwords,
+            "text_candidates": self.text_candidates,
             "hnsw_min_rows": self.hnsw_min_rows,
+            "hnsw_build_memory": self.hnsw_build_memory,
             "ef_search": self.ef_search,
             "fusion": self._fusion_params(),
             "min_similarity": self.min_similarity,
@@ -1232,6 +1291,24 @@ def _shut(pool: ConnectionPool, closed: threading.Event, release_holder: _Releas
         release_holder()
     finally:
         pool.close()
+
+
+_CONTENT_COLUMNS = (
+    "namespace, name, mcp, hash, text_hash, definition, document, embedding, tokenizer_version"
+)
+
+
+def _copy_rows(conn: psycopg.Connection[Any], schema: str, rows: Sequence[Sequence[Any]]) -> None:
+    """Write new content rows with ``COPY``: one stream instead of a statement per row (the
+    cost of a bulk load was the round trips, 3.3 ms a row at 100,000 tools)."""
+    from psycopg import sql
+
+    statement = sql.SQL("COPY {}.tools ({}) FROM STDIN").format(
+        sql.Identifier(schema), sql.SQL(_CONTENT_COLUMNS)
+    )
+    with conn.cursor() as cur, cur.copy(statement) as copy:
+        for row in rows:
+            copy.write_row(row)
 
 
 def _pgvector_version(conn: psycopg.Connection[Any]) -> tuple[int, ...]:

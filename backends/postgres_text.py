@@ -23,7 +23,7 @@ lexeme.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from toolsearch.query import ParsedQuery
 from toolsearch.stemming import STOPWORDS
@@ -35,7 +35,10 @@ __all__ = [
     "RANK_WEIGHTS",
     "document_literal",
     "lexemes",
+    "query_lexemes",
     "query_literal",
+    "selective_lexemes",
+    "tsquery_of",
 ]
 
 #: The weight label of each field of :data:`toolsearch.tokenize.FIELDS`.
@@ -97,12 +100,40 @@ def query_literal(query: ParsedQuery, *, stopwords: bool = False) -> str:
     """The ``tsquery`` literal of ``query``: its distinct tokens, each quoted, joined by ``|``
     (empty when it has no token PostgreSQL could match); with ``stopwords``, function words
     are left out unless the query has no other token."""
+    return tsquery_of(query_lexemes(query, stopwords=stopwords))
+
+
+def query_lexemes(query: ParsedQuery, *, stopwords: bool = False) -> list[str]:
+    """The distinct lexemes of ``query`` (first-seen order) that :func:`query_literal` ORs."""
     tokens = query_tokens(query)
     if stopwords:
         tokens = [t for t in tokens if t not in STOPWORDS] or tokens
-    return tsquery_of(tokens)
+    return list(dict.fromkeys(lexemes(tokens)))
 
 
 def tsquery_of(tokens: Sequence[str]) -> str:
     """``tokens`` as one OR query of quoted lexemes (duplicates once, first-seen order)."""
     return " | ".join(_quoted(token) for token in dict.fromkeys(lexemes(tokens)))
+
+
+def selective_lexemes(
+    lexemes_: Sequence[str], frequency: Callable[[str], float], rows: float, budget: int
+) -> list[str]:
+    """The lexemes whose matches are the candidates the full-text ranking scores: the rarest
+    first, as long as the rows they match (``frequency`` of a lexeme, a fraction of ``rows``)
+    stay within ``budget``, and always the rarest one; all of them when ``rows`` is within
+    the budget. A row matching only the others (``the``, ``get``, ``list`` in a large
+    catalogue) is never scored: ``ts_rank`` has no inverse document frequency, and scoring
+    every row that holds a frequent word was the cost of a search (docs/postgres.md,
+    "Full text at scale"). The others still count in the score of every candidate."""
+    if rows <= budget or len(lexemes_) < 2:
+        return list(lexemes_)
+    chosen: set[str] = set()
+    matched = 0.0
+    for lexeme in sorted(lexemes_, key=lambda item: (frequency(item), item)):
+        expected = frequency(lexeme) * rows
+        if chosen and matched + expected > budget:
+            break
+        chosen.add(lexeme)
+        matched += expected
+    return [lexeme for lexeme in lexemes_ if lexeme in chosen]

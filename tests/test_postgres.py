@@ -25,6 +25,7 @@ pytest.importorskip("pgvector")
 import psycopg
 
 from toolsearch.backend import Hit
+from toolsearch.backends import postgres as postgres_module
 from toolsearch.backends.embedding import HashingEncoder
 from toolsearch.backends.hybrid import (
     DEFAULT_ACTION_BONUS,
@@ -35,8 +36,13 @@ from toolsearch.backends.hybrid import (
 )
 from toolsearch.backends.postgres import ANALYZE_MIN_ROWS, PostgresBackend, fuse, fuser
 from toolsearch.backends.postgres_connect import ENV_URL, redacted
-from toolsearch.backends.postgres_schema import SCHEMA_VERSION
-from toolsearch.backends.postgres_text import document_literal, query_literal
+from toolsearch.backends.postgres_schema import SCHEMA_VERSION, hnsw_index_name
+from toolsearch.backends.postgres_text import (
+    document_literal,
+    query_lexemes,
+    query_literal,
+    selective_lexemes,
+)
 from toolsearch.errors import BackendError, ConfigError
 from toolsearch.fusion import Fuser
 from toolsearch.query import parse_query
@@ -202,6 +208,8 @@ def test_url_from_the_environment(postgres_url: str, monkeypatch: pytest.MonkeyP
         ({"max_pool": 0}, "max_pool"),
         ({"statement_timeout": -1}, "statement_timeout"),
         ({"hnsw_min_rows": 0}, "hnsw_min_rows"),
+        ({"hnsw_build_memory": 8}, "hnsw_build_memory"),
+        ({"text_candidates": 0}, "text_candidates"),
         ({"encoder": "minilm"}, "encoder"),
         ({"colour": "blue"}, "colour"),
     ],
@@ -516,3 +524,77 @@ def test_the_local_server_command(capsys: pytest.CaptureFixture[str]) -> None:
         with contextlib.suppress(Exception):
             postgres_local.stop(folder)
         shutil.rmtree(folder.parent, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------- at scale
+
+
+def test_selective_lexemes_are_the_rarest_within_the_budget() -> None:
+    frequency = {"the": 0.9, "get": 0.4, "weather": 0.01, "boston": 0.001}.__getitem__
+    words = ["get", "the", "weather", "boston"]
+    assert selective_lexemes(words, frequency, 100_000, 200) == ["boston"]
+    assert selective_lexemes(words, frequency, 100_000, 1_200) == ["weather", "boston"]
+    assert selective_lexemes(["the", "get"], frequency, 100_000, 10) == ["get"]  # the rarest
+    assert selective_lexemes(words, frequency, 1_000, 1_000) == words  # a small table: all
+
+
+def test_a_large_table_scores_only_the_rows_of_the_selective_words(postgres_url: str) -> None:
+    # 600 tools say "record", 6 say "invoice": once the statistics know it, "invoice record"
+    # scores the six (each ranked by both words), not the 600 that say "record" only
+    tools = [
+        Tool(f"mcp__crm__op_{i:03d}", f"Update a record {i}" + (" invoice" if i % 100 == 0 else ""))
+        for i in range(600)
+    ]
+    query = parse_query("invoice record")
+    with (
+        _backend(postgres_url, text_candidates=50) as bounded,
+        _backend(postgres_url, text_candidates=None) as unbounded,
+    ):
+        bounded.index(tools)
+        unbounded.index(tools)
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            conn.execute("ANALYZE toolsearch.tools")
+
+        def lexical(backend: PostgresBackend) -> list[str]:
+            words = query_lexemes(query)
+            rows = backend._retrying("test", lambda conn: backend._lexical(conn, words, 100))
+            return [name for name, _, _ in rows]
+
+        invoices = [f"mcp__crm__op_{i:03d}" for i in range(0, 600, 100)]
+        assert sorted(lexical(bounded)) == invoices
+        everything = lexical(unbounded)
+        assert len(everything) == 100 and everything[:6] == lexical(bounded)
+
+
+def test_a_bulk_write_builds_the_hnsw_index_once_after_its_last_chunk(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(postgres_module, "WRITE_CHUNK", 20)
+    tools = [Tool(f"mcp__svc__op_{i:03d}", f"Operation {i} on record {i % 13}.") for i in range(70)]
+    with _backend(postgres_url, hnsw_min_rows=30) as backend:
+        backend.index(tools)
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            (built,) = conn.execute(
+                "SELECT xmin::text FROM pg_class WHERE relname = %s",
+                (hnsw_index_name(backend.namespace),),
+            ).fetchone() or (None,)
+            chunks = conn.execute(
+                "SELECT DISTINCT xmin::text FROM toolsearch.tools WHERE namespace = %s "
+                "AND name = ANY(%s)",
+                (backend.namespace, ["mcp__svc__op_000", "mcp__svc__op_039", "mcp__svc__op_069"]),
+            ).fetchall()
+        assert len(chunks) == 3  # three transactions wrote the content ...
+        last = conn_xmin_of(postgres_url, backend.namespace, "mcp__svc__op_069")
+        assert built == last  # ... and the index came with the last one, over all 70 rows
+        assert [h.name for h in backend.search(parse_query("operation 42"), 1)] == [
+            "mcp__svc__op_042"
+        ]
+
+
+def conn_xmin_of(url: str, namespace: str, name: str) -> str:
+    with psycopg.connect(url, autocommit=True) as conn:
+        (xmin,) = conn.execute(
+            "SELECT xmin::text FROM toolsearch.tools WHERE namespace = %s AND name = %s",
+            (namespace, name),
+        ).fetchone() or (None,)
+    return str(xmin)
