@@ -4,7 +4,7 @@
 holding each (``pg_stats.most_common_elems`` / ``most_common_elem_freqs``: about ten times the
 statistics target, 1,000 lexemes by default) and the table's row count (``pg_class.reltuples``).
 That is all the full-text ranking needs to tell a frequent word from a selective one
-(:func:`~backends.postgres_text.selective_lexemes`) without a table of its own to keep up to
+(:func:`~backends.postgres_text.candidate_query`) without a table of its own to keep up to
 date: the backend analyzes the table after every large write (``ANALYZE_MIN_ROWS``), and
 autovacuum after a tenth of it changed. The figures are the whole table's, every namespace
 of the schema together, and a sample's: they choose which rows are scored, never a score.

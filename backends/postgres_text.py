@@ -33,11 +33,11 @@ __all__ = [
     "FIELD_LABELS",
     "RANK_FUNCTIONS",
     "RANK_WEIGHTS",
+    "candidate_query",
     "document_literal",
     "lexemes",
     "query_lexemes",
     "query_literal",
-    "selective_lexemes",
     "tsquery_of",
 ]
 
@@ -116,18 +116,22 @@ def tsquery_of(tokens: Sequence[str]) -> str:
     return " | ".join(_quoted(token) for token in dict.fromkeys(lexemes(tokens)))
 
 
-def selective_lexemes(
+def candidate_query(
     lexemes_: Sequence[str], frequency: Callable[[str], float], rows: float, budget: int
-) -> list[str]:
-    """The lexemes whose matches are the candidates the full-text ranking scores: the rarest
-    first, as long as the rows they match (``frequency`` of a lexeme, a fraction of ``rows``)
-    stay within ``budget``, and always the rarest one; all of them when ``rows`` is within
-    the budget. A row matching only the others (``the``, ``get``, ``list`` in a large
+) -> str:
+    """The ``tsquery`` literal of the rows the full-text ranking scores: those matching the
+    query's rarest lexemes, taken rarest first as long as the rows they match (``frequency``
+    of a lexeme, a fraction of ``rows``) stay within ``budget``; every lexeme when ``rows``
+    is within the budget. When even the rarest one matches more rows than the budget, the
+    rows holding it in a name or search hint (labels A and B, which ``ts_rank`` weighs
+    highest) are the candidates.
+
+    A row matching only the frequent lexemes (``the``, ``get``, ``list`` in a large
     catalogue) is never scored: ``ts_rank`` has no inverse document frequency, and scoring
-    every row that holds a frequent word was the cost of a search (docs/postgres.md,
-    "Full text at scale"). The others still count in the score of every candidate."""
-    if rows <= budget or len(lexemes_) < 2:
-        return list(lexemes_)
+    every row that holds a frequent word was the cost of a search (docs/postgres.md, "Full
+    text at scale"). The frequent lexemes still count in the score of every candidate."""
+    if rows <= budget or not lexemes_:
+        return tsquery_of(lexemes_)
     chosen: set[str] = set()
     matched = 0.0
     for lexeme in sorted(lexemes_, key=lambda item: (frequency(item), item)):
@@ -136,4 +140,6 @@ def selective_lexemes(
             break
         chosen.add(lexeme)
         matched += expected
-    return [lexeme for lexeme in lexemes_ if lexeme in chosen]
+    if matched > budget:
+        return f"{tsquery_of(sorted(chosen))}:AB"
+    return tsquery_of([lexeme for lexeme in lexemes_ if lexeme in chosen])
