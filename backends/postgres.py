@@ -40,7 +40,6 @@ Options and the table layout are in docs/postgres.md and :mod:`.postgres_schema`
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import logging
 import threading
@@ -59,7 +58,7 @@ from toolsearch.tokenize import TOKENIZER_VERSION, SchemaCache, tool_fields
 from toolsearch.tool import Tool
 
 from .calibration import calibrated_min_similarity
-from .embedding import EmbeddingBackend, HashingEncoder, tool_text
+from .embedding import HashingEncoder
 from .hybrid import (
     DEFAULT_ACTION_BONUS,
     DEFAULT_DEPTH,
@@ -99,11 +98,10 @@ from .postgres_text import (
     query_lexemes,
     tsquery_of,
 )
+from .postgres_vectors import ImportedVectors, Vectors, text_hash
 
 if TYPE_CHECKING:
-    import numpy as np
     import psycopg
-    from numpy.typing import NDArray
 
 __all__ = [
     "ANALYZE_MIN_ROWS",
@@ -111,6 +109,7 @@ __all__ = [
     "RRF_WEIGHTS",
     "WRITE_CHUNK",
     "PostgresBackend",
+    "encoder_options",
     "fuse",
     "fuser",
 ]
@@ -201,35 +200,9 @@ class _Catalogue:
     hnsw: bool
 
 
-def _text_hash(text: str) -> bytes:
-    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
-
-
 def _chunks(items: Sequence[Tool], size: int) -> Iterator[Sequence[Tool]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
-
-
-class _Vectors:
-    """Vectors exactly as the ``embedding`` backend computes them (its encoder, text, cache and
-    query-vector cache), through one ``EmbeddingBackend`` used only for encoding."""
-
-    def __init__(self, options: Mapping[str, Any]) -> None:
-        self._embedding = EmbeddingBackend(**options)
-        self.fields = tuple(self._embedding.fields)
-        self.name = self._embedding.encoder.name
-
-    def text(self, tool: Tool) -> str:
-        return tool_text(tool, self.fields)
-
-    def tools(self, texts: Sequence[str]) -> NDArray[np.float32]:
-        return self._embedding._encode_texts(texts)
-
-    def query(self, text: str) -> NDArray[np.float32]:
-        return self._embedding.query_vector(text)
-
-    def describe(self) -> dict[str, object]:
-        return self._embedding.params()
 
 
 class PostgresBackend(BaseBackend):
@@ -240,13 +213,16 @@ class PostgresBackend(BaseBackend):
     keywords, e.g. TLS files). Storage: ``schema`` (default ``toolsearch``), ``namespace`` (one
     catalogue; default ``default``). Lexical ranking: ``rank_function``, ``rank_normalization``,
     ``rank_weights``, ``stopwords`` (function words left out of the query). Dense ranking:
-    ``hnsw_min_rows``, ``hnsw_m``, ``hnsw_ef_construction``, ``ef_search``. Fusion: ``fusion``
+    ``hnsw_min_rows``, ``hnsw_m``, ``hnsw_ef_construction``, ``hnsw_build_memory``,
+    ``ef_search``; ``text_candidates`` (rows the full-text ranking scores, estimated).
+    Fusion: ``fusion``
     (``"convex"``, the default hybrid's, or ``"rrf"``); ``min_similarity`` (no tool fits below
     this best cosine; the hybrid's for the shipped model, ``None`` for none); ``multistep``
     (search the steps of a long request too, merged as the hybrid merges them,
     :mod:`toolsearch.multistep`). The encoder options of the ``embedding`` backend (``model``,
     ``encoder`` — an :class:`~toolsearch.backends.embedding.Encoder` or ``"hashing"`` —,
-    ``fields``, ``cache_dir``, ``batch_size``, ``device``, ``threads``, ``progress``).
+    ``fields``, ``cache_dir``, ``batch_size``, ``device``, ``threads``, ``progress``), and
+    ``vectors`` (a file of vectors encoded elsewhere, :mod:`.postgres_vectors`).
     Details: docs/postgres.md.
     """
 
@@ -294,6 +270,7 @@ class PostgresBackend(BaseBackend):
         holder: str | None = None,
         lease: float = DEFAULT_LEASE,
         retention: float = DEFAULT_RETENTION,
+        vectors: str | None = None,
         **encoder_options: Any,
     ) -> None:
         super().__init__()
@@ -329,8 +306,9 @@ class PostgresBackend(BaseBackend):
         if not isinstance(multistep, bool):
             raise ConfigError(f"postgres option multistep must be true or false, got {multistep!r}")
         self.multistep = multistep
-        self._vectors = _Vectors(_encoder_options(encoder_options))
+        self._vectors = Vectors(_encoder_options(encoder_options))
         self.min_similarity = _min_similarity(min_similarity, encoder_options)
+        self._imported = None if vectors is None else ImportedVectors(vectors, self._vectors)
         self.holder = default_holder() if holder is None else check_holder(holder)
         self.lease = check_seconds("lease", lease, minimum=1.0)
         self.retention = check_seconds("retention", retention, minimum=0.0)
@@ -339,6 +317,8 @@ class PostgresBackend(BaseBackend):
         #: reports).
         self.encoded = 0
         self.written = 0
+        #: Vectors taken from the ``vectors`` file instead of encoded.
+        self.imported = 0
         # What this holder was last asked to hold (None before its first write), whether a
         # write of it failed since; writes run one at a time (the heartbeat may write too).
         self._intent: dict[str, Tool] | None = None
@@ -441,6 +421,13 @@ class PostgresBackend(BaseBackend):
     def _failure(self, what: str, exc: BaseException) -> BackendError:
         return BackendError(f"postgres: {what} failed on {self.settings.shown}: {_message(exc)}")
 
+    def detach(self) -> None:
+        """Stop this instance *without* releasing its holdings: they stay (and keep their
+        content from being collected) until its lease runs out. ``toolsearch index`` holds a
+        catalogue this way, with a lease of days, so that replicas find it stored."""
+        self._release.armed = False
+        self.close()
+
     def close(self) -> None:
         """Release this holder's holdings (the content stays for reuse), stop its threads
         and close the pool. Also run at garbage collection and interpreter exit."""
@@ -489,13 +476,16 @@ class PostgresBackend(BaseBackend):
         return '"' + self.schema + '"'
 
     # ------------------------------------------------------------------ writing
-    def index(self, tools: Sequence[Tool]) -> None:
+    def index(
+        self, tools: Sequence[Tool], progress: Callable[[int, int], None] | None = None
+    ) -> None:
         """Make this holder hold exactly ``tools``; other holders' holdings are not touched,
-        and content already stored (by any holder) is neither written nor encoded again."""
+        and content already stored (by any holder) is neither written nor encoded again.
+        ``progress(done, total)`` is called after each committed chunk."""
         unique = {tool.name: tool for tool in tools}
         with self._write_lock:
             self._intent = dict(unique)
-            self._guarded(lambda: self._index_all(list(unique.values())))
+            self._guarded(lambda: self._index_all(list(unique.values()), progress))
 
     def upsert(self, tools: Sequence[Tool]) -> None:
         """Add ``tools`` to this holder's holdings, replacing its versions of the same names."""
@@ -635,7 +625,9 @@ class PostgresBackend(BaseBackend):
             raise _HolderLost
         return catalogue
 
-    def _index_all(self, tools: Sequence[Tool]) -> None:
+    def _index_all(
+        self, tools: Sequence[Tool], progress: Callable[[int, int], None] | None = None
+    ) -> None:
         unique = sorted(tools, key=lambda t: t.name)
         chunks = list(_chunks(unique, WRITE_CHUNK)) or [[]]
         changed_rows = 0
@@ -657,6 +649,8 @@ class PostgresBackend(BaseBackend):
                 return changed
 
             changed_rows += self._retrying("update", work)
+            if progress is not None:
+                progress(min(number * WRITE_CHUNK, len(unique)), len(unique))
         self._analyze_after(changed_rows)
 
     def _upsert_chunks(self, tools: Sequence[Tool]) -> None:
@@ -755,7 +749,7 @@ class PostgresBackend(BaseBackend):
         if not missing:
             return 0
         texts = {t.name: self._vectors.text(t) for t, _ in missing}
-        text_hashes = {name: _text_hash(text) for name, text in texts.items()}
+        text_hashes = {name: text_hash(text) for name, text in texts.items()}
         vectors = self._vectors_for(conn, texts, text_hashes, catalogue)
         cache: SchemaCache = {}
         rows = [
@@ -809,6 +803,12 @@ class PostgresBackend(BaseBackend):
         }
         fresh = {text_hashes[name]: text for name, text in texts.items()}
         fresh = {h: text for h, text in fresh.items() if h not in vectors}
+        if fresh and self._imported is not None:
+            found = self._imported.find(fresh)
+            self._check_dim(len(next(iter(found.values()))) if found else None, catalogue)
+            vectors.update(found)
+            self.imported += len(found)
+            fresh = {h: text for h, text in fresh.items() if h not in found}
         if fresh:
             vectors.update(zip(fresh, self._encode(list(fresh.values()), catalogue), strict=True))
         return vectors
@@ -816,12 +816,15 @@ class PostgresBackend(BaseBackend):
     def _encode(self, texts: Sequence[str], catalogue: _Catalogue) -> list[Any]:
         matrix = self._vectors.tools(texts)
         self.encoded += len(texts)
-        if catalogue.dim is not None and matrix.shape[1] != catalogue.dim:
-            raise BackendError(
-                f"postgres: encoder {self._vectors.name!r} gave {matrix.shape[1]}-dimensional "
-                f"vectors; namespace {self.namespace!r} holds {catalogue.dim}-dimensional ones"
-            )
+        self._check_dim(matrix.shape[1], catalogue)
         return list(matrix)
+
+    def _check_dim(self, dim: int | None, catalogue: _Catalogue) -> None:
+        if dim is not None and catalogue.dim is not None and dim != catalogue.dim:
+            raise BackendError(
+                f"postgres: encoder {self._vectors.name!r} gave {dim}-dimensional vectors; "
+                f"namespace {self.namespace!r} holds {catalogue.dim}-dimensional ones"
+            )
 
     def _delete_holdings(
         self, conn: psycopg.Connection[Any], names: Sequence[str], *, keep: bool
@@ -1236,6 +1239,7 @@ class PostgresBackend(BaseBackend):
             "multistep": self.multistep,
             "lease": self.lease,
             "retention": self.retention,
+            "vectors": None if self._imported is None else str(self._imported.path),
             "embedding": self._vectors.describe(),
         }
 
@@ -1415,6 +1419,12 @@ def _min_similarity(value: object, encoder_options: Mapping[str, Any]) -> float 
             f"got {value!r}"
         )
     return float(value)
+
+
+def encoder_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The encoder's share of a postgres backend's ``options`` (the ``embedding`` backend's
+    encoder options), to encode as the backend would without connecting to a server."""
+    return _encoder_options({k: v for k, v in options.items() if k in _ENCODER_OPTIONS})
 
 
 def _encoder_options(options: Mapping[str, Any]) -> dict[str, Any]:

@@ -31,6 +31,7 @@ COMMANDS: tuple[str, ...] = (
     "train",
     "dataset",
     "serve",
+    "index",
     "backends",
 )
 
