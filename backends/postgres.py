@@ -353,18 +353,20 @@ class PostgresBackend(BaseBackend):
                 f"postgres: cannot prepare schema {self.schema!r} on {self.settings.shown}: "
                 f"{_message(exc)}"
             ) from None
+        # the factory holds no reference to the backend: the finalizer holds the pool
+        settings, name = self.settings, f"toolsearch-{self.schema}"
         pool = RecoveringPool(
             lambda: ConnectionPool(
-                self.settings.conninfo,
+                settings.conninfo,
                 kwargs=kwargs,
-                min_size=self.settings.min_pool,
-                max_size=self.settings.max_pool,
+                min_size=settings.min_pool,
+                max_size=settings.max_pool,
                 open=True,
                 configure=register_vector,
                 check=ConnectionPool.check_connection,
-                timeout=self.settings.connect_timeout,
+                timeout=settings.connect_timeout,
                 num_workers=1,
-                name=f"toolsearch-{self.schema}",
+                name=name,
             )
         )
         logger.info("postgres backend on %s, schema %s", self.settings.shown, self.schema)
@@ -1002,11 +1004,13 @@ class PostgresBackend(BaseBackend):
 
     def _candidates(self, conn: psycopg.Connection[Any], words: Sequence[str]) -> str:
         """The ``tsquery`` of the rows the full-text ranking scores (all rows matching a word
-        below ``text_candidates`` rows; :func:`~backends.postgres_text.candidate_query`)."""
+        in a namespace of at most ``text_candidates`` rows;
+        :func:`~backends.postgres_text.candidate_query`)."""
         if self.text_candidates is None:
             return tsquery_of(words)
         stats = self._stats.get(conn)
-        return candidate_query(words, stats.frequency, stats.rows, self.text_candidates)
+        rows = stats.namespace_rows(self.namespace)
+        return candidate_query(words, stats.frequency, rows, self.text_candidates)
 
     def _lexical(self, conn: psycopg.Connection[Any], words: Sequence[str], depth: int) -> _Ranked:
         """The best ``depth`` held tools by ``ts_rank`` of all ``words``, among the rows that
@@ -1329,7 +1333,9 @@ def _merge_pending_text_rows(conn: psycopg.Connection[Any], schema: str) -> None
 
 def _copy_rows(conn: psycopg.Connection[Any], schema: str, rows: Sequence[Sequence[Any]]) -> None:
     """Write new content rows with ``COPY``: one stream instead of a statement per row (the
-    cost of a bulk load was the round trips, 3.3 ms a row at 100,000 tools)."""
+    cost of a bulk load was the round trips, 3.3 ms a row at 100,000 tools). The vector (the
+    eighth column) goes as pgvector's text, written from a list of Python floats: pgvector's
+    own dumper formats NumPy scalars one by one, a millisecond a 384-dimensional vector."""
     from psycopg import sql
 
     statement = sql.SQL("COPY {}.tools ({}) FROM STDIN").format(
@@ -1337,7 +1343,8 @@ def _copy_rows(conn: psycopg.Connection[Any], schema: str, rows: Sequence[Sequen
     )
     with conn.cursor() as cur, cur.copy(statement) as copy:
         for row in rows:
-            copy.write_row(row)
+            vector = "[" + ",".join(map(repr, row[7].tolist())) + "]"
+            copy.write_row((*row[:7], vector, *row[8:]))
 
 
 def _pgvector_version(conn: psycopg.Connection[Any]) -> tuple[int, ...]:

@@ -33,6 +33,7 @@ class RecoveringPool:
         self._lock = threading.Lock()
         self._pool = factory()
         self._down = False
+        self._closed = False
         #: How many times the pool was replaced (for tests and reports).
         self.replaced = 0
 
@@ -54,7 +55,7 @@ class RecoveringPool:
     def server_back(self) -> None:
         """A direct connection worked: if the pool is down, put a fresh one in its place."""
         with self._lock:
-            if not self._down:
+            if not self._down or self._closed:  # a thread still working after close()
                 return
             old, self._pool = self._pool, self._factory()
             self._down = False
@@ -62,5 +63,7 @@ class RecoveringPool:
         threading.Thread(target=old.close, name="toolsearch-pool-close", daemon=True).start()
 
     def close(self) -> None:
+        """Close the pool; none is made after this."""
         with self._lock:
+            self._closed = True
             self._pool.close()

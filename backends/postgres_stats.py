@@ -2,12 +2,14 @@
 
 ``ANALYZE`` keeps, for a ``tsvector`` column, its most common lexemes and the fraction of rows
 holding each (``pg_stats.most_common_elems`` / ``most_common_elem_freqs``: about ten times the
-statistics target, 1,000 lexemes by default) and the table's row count (``pg_class.reltuples``).
+statistics target, 1,000 lexemes by default), the most common namespaces' shares of the rows,
+and the table's row count (``pg_class.reltuples``).
 That is all the full-text ranking needs to tell a frequent word from a selective one
 (:func:`~backends.postgres_text.candidate_query`) without a table of its own to keep up to
 date: the backend analyzes the table after every large write (``ANALYZE_MIN_ROWS``), and
-autovacuum after a tenth of it changed. The figures are the whole table's, every namespace
-of the schema together, and a sample's: they choose which rows are scored, never a score.
+autovacuum after a tenth of it changed. Lexeme frequencies are the whole table's, every
+namespace of the schema together, applied to the namespace's estimated rows; all are a
+sample's: they choose which rows are scored, never a score.
 
 A lexeme outside the list is rarer than the rarest one in it; it is taken at half that
 frequency, as PostgreSQL's own selectivity estimate of a ``tsquery`` takes it.
@@ -31,15 +33,23 @@ REFRESH_SECONDS = 60.0
 
 @dataclass(frozen=True)
 class LexemeStats:
-    """The table's row count and its most common lexemes' row fractions."""
+    """The table's row count, its most common lexemes' row fractions and its namespaces'."""
 
     rows: float = 0.0
     frequencies: dict[str, float] = field(default_factory=dict)
     floor: float = 0.0
+    namespaces: dict[str, float] = field(default_factory=dict)
+    other_namespace: float = 0.0
 
     def frequency(self, lexeme: str) -> float:
         """The fraction of rows holding ``lexeme`` (estimated)."""
         return self.frequencies.get(lexeme, self.floor)
+
+    def namespace_rows(self, namespace: str) -> float:
+        """The rows of ``namespace`` (estimated as the planner does: its share among the most
+        common values, else an equal share of what they leave; none before an ``ANALYZE``
+        saw it)."""
+        return self.rows * self.namespaces.get(namespace, self.other_namespace)
 
     @classmethod
     def read(cls, conn: psycopg.Connection[Any], schema: str) -> LexemeStats:
@@ -57,7 +67,28 @@ class LexemeStats:
         # the last three numbers are the smallest and largest frequency and the null share
         frequencies = {str(e): float(f) for e, f in zip(elements, freqs, strict=False)}
         smallest = min(frequencies.values(), default=0.0)
-        return cls(rows, frequencies, smallest / 2)
+        shares, other = _namespace_shares(conn, schema, rows)
+        return cls(rows, frequencies, smallest / 2, shares, other)
+
+
+def _namespace_shares(
+    conn: psycopg.Connection[Any], schema: str, rows: float
+) -> tuple[dict[str, float], float]:
+    """Each common namespace's share of the rows, and that of any other."""
+    row = conn.execute(
+        "SELECT most_common_vals::text::text[], most_common_freqs, n_distinct FROM pg_stats "
+        "WHERE schemaname = %s AND tablename = 'tools' AND attname = 'namespace'",
+        (schema,),
+    ).fetchone()
+    if row is None:
+        return {}, 0.0
+    values, freqs, distinct = row[0] or [], row[1] or [], float(row[2] or 0)
+    shares = {str(v): float(f) for v, f in zip(values, freqs, strict=False)}
+    if distinct < 0:  # a negative n_distinct is a fraction of the rows
+        distinct = -distinct * rows
+    others = distinct - len(shares)
+    left = max(0.0, 1.0 - sum(shares.values()))
+    return shares, (left / others if others >= 1 else 0.0)
 
 
 class StatsCache:

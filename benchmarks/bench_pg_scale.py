@@ -153,7 +153,10 @@ def full_text(url: str, schema: str, texts: Sequence[str]) -> dict[str, Any]:
 
 
 def recall(url: str, schema: str, texts: Sequence[str], k: int = 10) -> dict[str, Any]:
-    """Step 6: the top ``k`` of the HNSW scan against an exact scan, and their latencies."""
+    """Step 6: the top ``k`` of the HNSW scan against an exact scan, and their latencies:
+    recall@k is the share of the HNSW scan's ``k`` rows at least as similar as the exact
+    scan's ``k``-th (scaled catalogues hold near-duplicate tools, whose ties an overlap of
+    names would count as misses)."""
     from dataclasses import replace
 
     hnsw_times, exact_times, overlaps = [], [], []
@@ -172,9 +175,11 @@ def recall(url: str, schema: str, texts: Sequence[str], k: int = 10) -> dict[str
                     return backend._dense(conn, v, catalogue_row, k)
 
                 begun = time.perf_counter()
-                ranked[mode] = [name for name, _, _ in backend._retrying("dense", dense)]
+                ranked[mode] = backend._retrying("dense", dense)
                 (hnsw_times if mode == "hnsw" else exact_times).append(time.perf_counter() - begun)
-            overlaps.append(len(set(ranked["hnsw"]) & set(ranked["exact"])) / k)
+            # a hit counts when it is as near as the exact k-th: near-duplicate tools tie
+            kth = ranked["exact"][-1][2] if ranked["exact"] else 0.0
+            overlaps.append(sum(score >= kth for _, _, score in ranked["hnsw"]) / k)
         backend.detach()
     return {
         "recall_at_10": round(sum(overlaps) / len(overlaps), 4),
@@ -262,7 +267,7 @@ def markdown(results: Mapping[str, Any]) -> str:
         "dense p50, HNSW vs exact",
         lambda r: f"{r['recall']['hnsw']['p50_ms']} vs {r['recall']['exact']['p50_ms']} ms",
     )
-    line("HNSW recall@10 vs exact", lambda r: f"{r['recall']['recall_at_10']:.4f}")
+    line("HNSW recall@10 vs exact (by distance)", lambda r: f"{r['recall']['recall_at_10']:.4f}")
     line("replica peak RSS", lambda r: f"{r['replica']['rss_mb']:,} MB")
     line("database (HNSW index)", lambda r: f"{r['database_mb']:,} MB ({r['hnsw_mb']:,} MB)")
     return "\n".join(lines)
