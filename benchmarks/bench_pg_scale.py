@@ -9,9 +9,13 @@ For each size, in a schema of its own on one server (a throwaway embedded-postgr
 
 1. **catalogue**: ``size`` real public tool definitions scaled by ``toolsearch.synth`` (as
    ``bench_postgres``'s MCP server lists them), one MCP server.
-2. **encode**: their vectors with the model-free ``HashingEncoder`` at 384 dimensions (the
-   default model's size) — *semi-synthetic vectors*: a model's would take hours at these sizes
-   on two cores — written to a vector file (``toolsearch index --export-vectors``'s format).
+2. **encode**: *semi-synthetic vectors*, written to a vector file (``toolsearch index
+   --export-vectors``'s format): the default model encodes each distinct real tool once (about
+   2,000), and each scaled copy of it (the same description with an instance note) gets that
+   vector plus Gaussian noise, renormalised to a cosine of about 0.95 with it — the tight
+   clusters of near-duplicates a large catalogue of one server's many deployments forms. A
+   model would take hours to encode every copy on two cores. ``--vectors hashing`` uses the
+   model-free ``HashingEncoder`` (384 dimensions) instead.
 3. **index**: ``PostgresBackend.index`` importing that file (the ``toolsearch index --vectors``
    path: COPY writes, one HNSW build, statistics), timed without the encoding.
 4. **replica**: a separate process starts as a gateway replica does — lists the same tools,
@@ -32,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -71,12 +76,57 @@ def queries(count: int) -> list[str]:
     return texts[:count]
 
 
-def _backend(url: str, schema: str, **options: Any) -> Any:
+#: Noise added to a real tool's vector for each scaled copy (cosine with it about 0.95).
+NOISE = 0.33
+
+
+def _encoder(kind: str) -> dict[str, Any]:
+    """The backend's encoder options: the default model, or hashed vectors."""
     from toolsearch.backends.embedding import HashingEncoder
+
+    return {"encoder": HashingEncoder(dim=DIM)} if kind == "hashing" else {}
+
+
+def _backend(url: str, schema: str, kind: str, **options: Any) -> Any:
     from toolsearch.backends.postgres import PostgresBackend
 
-    return PostgresBackend(
-        url=url, schema=schema, namespace=NAMESPACE, encoder=HashingEncoder(dim=DIM), **options
+    return PostgresBackend(url=url, schema=schema, namespace=NAMESPACE, **_encoder(kind), **options)
+
+
+_NOTE = re.compile(r" \(\w+ instance \d+ of [^)]*\)$")
+
+
+def semi_synthetic(tools: Sequence[Tool], vectors: Any, path: Path) -> None:
+    """The vector file of step 2: a model vector per real tool, noisy copies for the rest."""
+    import numpy as np
+
+    from toolsearch.backends.postgres_vectors import text_hash
+
+    sources: dict[tuple[str, str], int] = {}
+    first: list[str] = []
+    member = []
+    for tool in tools:
+        key = (_NOTE.sub("", tool.description), json.dumps(tool.input_schema, sort_keys=True))
+        if key not in sources:
+            sources[key] = len(first)
+            first.append(vectors.text(tool))
+        member.append(sources[key])
+    base = vectors.tools(first)
+    rng = np.random.default_rng(0)
+    noise = rng.standard_normal((len(tools), base.shape[1])).astype(np.float32)
+    noise *= NOISE / np.sqrt(base.shape[1])
+    matrix = base[member] + noise
+    originals = [i for i, tool in enumerate(tools) if _NOTE.search(tool.description) is None]
+    matrix[originals] = base[[member[i] for i in originals]]
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    hashes = [text_hash(vectors.text(tool)) for tool in tools]
+    unique = dict(zip(hashes, range(len(tools)), strict=True))
+    np.savez(
+        path,
+        text_hashes=np.frombuffer(b"".join(unique), dtype=np.uint8).reshape(len(unique), 16),
+        vectors=matrix[list(unique.values())],
+        encoder=np.array(vectors.name),
+        fields=np.array(",".join(vectors.fields)),
     )
 
 
@@ -92,17 +142,20 @@ def _percentiles(times: Sequence[float]) -> dict[str, float]:
 # ---------------------------------------------------------------------------- the steps
 
 
-def build(url: str, schema: str, size: int, workdir: Path) -> dict[str, Any]:
+def build(url: str, schema: str, size: int, workdir: Path, kind: str) -> dict[str, Any]:
     """Steps 1-3: the catalogue, its vector file, and the timed index."""
-    from toolsearch.backends.embedding import HashingEncoder
     from toolsearch.backends.postgres_vectors import Vectors, export_vectors
 
     tools = catalogue(size)
     vectors = workdir / f"vectors-{size}.npz"
     started = time.perf_counter()
-    export_vectors(tools, Vectors({"encoder": HashingEncoder(dim=DIM)}), vectors)
+    if kind == "hashing":
+        export_vectors(tools, Vectors(_encoder(kind)), vectors)
+    else:
+        semi_synthetic(tools, Vectors(_encoder(kind)), vectors)
     encode_s = time.perf_counter() - started
-    with _backend(url, schema, holder="indexer", lease=86400, vectors=str(vectors)) as backend:
+    options = {"holder": "indexer", "lease": 86400, "vectors": str(vectors)}
+    with _backend(url, schema, kind, **options) as backend:
         started = time.perf_counter()
         backend.index(tools)
         index_s = time.perf_counter() - started
@@ -111,13 +164,13 @@ def build(url: str, schema: str, size: int, workdir: Path) -> dict[str, Any]:
     return {"encode_s": round(encode_s, 1), "index_s": round(index_s, 1)}
 
 
-def replica(url: str, schema: str, size: int, texts: Sequence[str]) -> dict[str, Any]:
+def replica(url: str, schema: str, size: int, texts: Sequence[str], kind: str) -> dict[str, Any]:
     """Step 4, in this process (run as a subprocess): start as a replica, search, report."""
     from toolsearch.query import parse_query
 
     started = time.perf_counter()
     tools = catalogue(size)
-    with _backend(url, schema) as backend:
+    with _backend(url, schema, kind) as backend:
         backend.index(tools)
         start_s = time.perf_counter() - started
         assert backend.encoded == 0
@@ -132,7 +185,7 @@ def replica(url: str, schema: str, size: int, texts: Sequence[str]) -> dict[str,
     return {"start_s": round(start_s, 1), "search": _percentiles(times), "rss_mb": peak_kb // 1024}
 
 
-def full_text(url: str, schema: str, texts: Sequence[str]) -> dict[str, Any]:
+def full_text(url: str, schema: str, texts: Sequence[str], kind: str) -> dict[str, Any]:
     """Step 5: the full-text ranking alone, bounded and scoring every match."""
     from toolsearch.backends.postgres_text import query_lexemes
     from toolsearch.query import parse_query
@@ -141,7 +194,7 @@ def full_text(url: str, schema: str, texts: Sequence[str]) -> dict[str, Any]:
     found: dict[str, Any] = {}
     for label, bound in (("bounded", "default"), ("every_match", None)):
         options = {} if bound == "default" else {"text_candidates": bound}
-        with _backend(url, schema, holder="indexer", **options) as backend:
+        with _backend(url, schema, kind, holder="indexer", **options) as backend:
             times = []
             for query in [words[0], *words, *words]:
                 begun = time.perf_counter()
@@ -152,15 +205,17 @@ def full_text(url: str, schema: str, texts: Sequence[str]) -> dict[str, Any]:
     return found
 
 
-def recall(url: str, schema: str, texts: Sequence[str], k: int = 10) -> dict[str, Any]:
+def recall(url: str, schema: str, texts: Sequence[str], kind: str, k: int = 10) -> dict[str, Any]:
     """Step 6: the top ``k`` of the HNSW scan against an exact scan, and their latencies:
     recall@k is the share of the HNSW scan's ``k`` rows at least as similar as the exact
     scan's ``k``-th (scaled catalogues hold near-duplicate tools, whose ties an overlap of
     names would count as misses)."""
     from dataclasses import replace
 
-    hnsw_times, exact_times, overlaps = [], [], []
-    with _backend(url, schema, holder="indexer") as backend:
+    hnsw_times: list[float] = []
+    exact_times: list[float] = []
+    overlaps: list[float] = []
+    with _backend(url, schema, kind, holder="indexer") as backend:
         for text in texts:
             vector = backend._vectors.query(text)
             if not vector.any():
@@ -208,14 +263,21 @@ def sizes(url: str, schema: str) -> dict[str, Any]:
     return {"database_mb": round(int(total) / 2**20), "hnsw_mb": round(int(hnsw) / 2**20)}
 
 
-def measure(url: str, size: int, query_count: int, workdir: Path) -> dict[str, Any]:
+def measure(url: str, size: int, query_count: int, workdir: Path, kind: str) -> dict[str, Any]:
     """Every step at one size."""
+    import psycopg
+
     schema = f"scale_{size}"
+    with psycopg.connect(url, autocommit=True) as conn:  # a previous run's, on --url
+        conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
     texts = queries(query_count)
-    row: dict[str, Any] = {"tools": size, **build(url, schema, size, workdir)}
+    row: dict[str, Any] = {"tools": size, **build(url, schema, size, workdir, kind)}
     print(json.dumps(row), file=sys.stderr, flush=True)
     output = subprocess.run(
-        [sys.executable, "-m", "benchmarks.bench_pg_scale", "--replica", url, schema, str(size)],
+        [
+            *(sys.executable, "-m", "benchmarks.bench_pg_scale", "--vectors", kind),
+            *("--replica", url, schema, str(size)),
+        ],
         input=json.dumps(texts),
         capture_output=True,
         text=True,
@@ -223,8 +285,8 @@ def measure(url: str, size: int, query_count: int, workdir: Path) -> dict[str, A
         cwd=ROOT,
     ).stdout
     row["replica"] = json.loads(output)
-    row["full_text"] = full_text(url, schema, texts)
-    row["recall"] = recall(url, schema, texts)
+    row["full_text"] = full_text(url, schema, texts, kind)
+    row["recall"] = recall(url, schema, texts, kind)
     row |= sizes(url, schema)
     print(json.dumps(row), file=sys.stderr, flush=True)
     return row
@@ -236,11 +298,16 @@ def measure(url: str, size: int, query_count: int, workdir: Path) -> dict[str, A
 def markdown(results: Mapping[str, Any]) -> str:
     """The scale table of docs/results.md and docs/postgres.md."""
     config = results["config"]
+    vectors = (
+        "`HashingEncoder`, 384 dimensions"
+        if config.get("vectors") == "hashing"
+        else "the default model's vector of each real tool, noisy copies for its scaled copies"
+    )
     lines = [
         f"One PostgreSQL 18 and the replica on {config['cpus']} shared CPUs; "
-        f"**semi-synthetic vectors** (`HashingEncoder`, {config['dim']} dimensions: a model's "
-        f"vectors would take hours to encode at these sizes); {config['queries']} queries "
-        "searched twice; commit " + str(config.get("commit", "?")),
+        f"**semi-synthetic vectors** ({vectors}: a model would take hours to encode every tool "
+        f"at these sizes); {config['queries']} queries searched twice; commit "
+        + str(config.get("commit", "?")),
         "",
         "| | " + " | ".join(f"{row['tools']:,} tools" for row in results["rows"]) + " |",
         "|---|" + "---:|" * len(results["rows"]),
@@ -249,7 +316,7 @@ def markdown(results: Mapping[str, Any]) -> str:
     def line(label: str, cell: Any) -> None:
         lines.append(f"| {label} | " + " | ".join(cell(row) for row in results["rows"]) + " |")
 
-    line("encoding (hashed vectors, not a model)", lambda r: f"{r['encode_s']:,} s")
+    line("semi-synthetic vectors written", lambda r: f"{r['encode_s']:,} s")
     line("`index()` from the vector file", lambda r: f"{r['index_s']:,} s")
     line("replica start (tools stored: holdings only)", lambda r: f"{r['replica']['start_s']} s")
     line(
@@ -285,6 +352,7 @@ def main() -> int:
     parser.add_argument("--url", default=os.environ.get("TOOLSEARCH_POSTGRES_URL"))
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--vectors", choices=["model", "hashing"], default="model")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument(
         "--replica", nargs=3, metavar=("URL", "SCHEMA", "SIZE"), help=argparse.SUPPRESS
@@ -292,7 +360,8 @@ def main() -> int:
     args = parser.parse_args()
     if args.replica:
         url, schema, size = args.replica
-        print(json.dumps(replica(url, schema, int(size), json.loads(sys.stdin.read()))))
+        texts = json.loads(sys.stdin.read())
+        print(json.dumps(replica(url, schema, int(size), texts, args.vectors)))
         return 0
     wanted = [int(size) for size in args.sizes.split(",")]
     if not all(1_000 <= size <= 2_000_000 for size in wanted) or not 1 <= args.queries <= 1000:
@@ -300,12 +369,12 @@ def main() -> int:
     rows = []
     with database(args.url) as db, tempfile.TemporaryDirectory(prefix="pg-scale-") as workdir:
         for size in wanted:
-            rows.append(measure(db.url, size, args.queries, Path(workdir)))
+            rows.append(measure(db.url, size, args.queries, Path(workdir), args.vectors))
     results = {
         "config": {
             "sizes": wanted,
             "queries": args.queries,
-            "dim": DIM,
+            "vectors": args.vectors,
             "cpus": os.cpu_count(),
             "commit": _commit(),
             "command": "python -m benchmarks.bench_pg_scale " + " ".join(sys.argv[1:]),
