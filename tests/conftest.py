@@ -25,7 +25,7 @@ def starter_tools() -> list[Tool]:
 class PostgresServer:
     """A PostgreSQL server for tests: ``url``, and ``restart()`` when the tests own it."""
 
-    def __init__(self, url: str, restart: Callable[[], None] | None = None) -> None:
+    def __init__(self, url: str, restart: Callable[..., None] | None = None) -> None:
         self.url = url
         self._restart = restart
 
@@ -33,11 +33,12 @@ class PostgresServer:
     def restartable(self) -> bool:
         return self._restart is not None
 
-    def restart(self) -> None:
-        """Stop the server at once (connections drop, as in a crash) and start it again."""
+    def restart(self, down_for: float = 0.0) -> None:
+        """Stop the server at once (connections drop, as in a crash), leave it down
+        ``down_for`` seconds and start it again; returns once it accepts connections."""
         if self._restart is None:
             pytest.skip("the server comes from TOOLSEARCH_POSTGRES_URL; tests do not restart it")
-        self._restart()
+        self._restart(down_for)
 
 
 @pytest.fixture(scope="session")

@@ -25,7 +25,7 @@ import pytest
 psycopg = pytest.importorskip("psycopg")
 
 from toolsearch.backends.postgres import PostgresBackend  # noqa: E402
-from toolsearch.backends.postgres_text import query_literal  # noqa: E402
+from toolsearch.backends.postgres_text import query_lexemes  # noqa: E402
 from toolsearch.query import parse_query  # noqa: E402
 from toolsearch.tool import Tool, pool_order  # noqa: E402
 
@@ -195,8 +195,8 @@ def test_a_holder_of_a_small_part_of_a_large_namespace_finds_its_tools(
         query = parse_query("send a message to channel")
         found = [h.name for h in holder.search(query, 5)]
         assert sorted(found) == sorted(t.name for t in mine)
-        text = query_literal(query, stopwords=False)  # the full-text ranking alone, too
-        lexical = holder._retrying("search", lambda conn: holder._lexical(conn, text, 50))
+        words = query_lexemes(query)  # the full-text ranking alone, too
+        lexical = holder._retrying("search", lambda conn: holder._lexical(conn, words, 50))
         assert sorted(name for name, _, _ in lexical) == sorted(t.name for t in mine)
 
 

@@ -33,6 +33,7 @@ COMMANDS: tuple[str, ...] = (
     "train",
     "dataset",
     "serve",
+    "index",
     "backends",
 )
 
