@@ -82,6 +82,10 @@ SKIPPED = {
         "serves until stopped; tests/test_mcp_gateway.py and tests/test_mcp_hub.py run the "
         "gateway and hub on this config"
     ),
+    "# a Unix domain socket, mode 0600: only you (and root) can connect": (
+        "serves until stopped; tests/test_mcp_http_local_users.py serves on a Unix socket and "
+        "on loopback with a token"
+    ),
     "toolsearch serve --example-config > mcp.json": (
         "serves until stopped; tests/test_gateway_example_config.py serves the printed config "
         "from an empty folder"
