@@ -461,21 +461,42 @@ def rules_markdown(results: Mapping[str, Any]) -> str:
 
 
 def curve_markdown(results: Mapping[str, Any]) -> str:
-    """The trade-off curves on the test splits: mcp-workbench's false-positive rate and every
-    dataset's recall@5 lost at each threshold of today's cosine and of the candidate."""
+    """The trade-off curves on the test splits, at each threshold of today's cosine and of
+    the candidate: mcp-workbench's false-positive rate and every dataset's recall@5 lost, then
+    the out-of-catalogue requests each catalogue still answers."""
     names = list(results["sizes"])
-    header = ["rule", "workbench FP rate", *(f"{SHORT.get(n, n)} lost" for n in names)]
-    lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
+    short = [SHORT.get(n, n) for n in names]
+    tables = (
+        (["workbench FP rate", *(f"{n} lost" for n in short)], _lost_cells),
+        ([f"{n} others answered" for n in short], _answered_cells),
+    )
+    out = []
+    for columns, cells in tables:
+        header = ["rule", *columns]
+        lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
+        for label, curve, points in _curves(results):
+            for point in map(str, points):
+                row = cells(curve, point, names)
+                lines.append(f"| {label} {point} | " + " | ".join(row) + " |")
+        out.append("\n".join(lines))
+    return "\n\n".join(out)
+
+
+def _curves(results: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any], Sequence[float]]]:
     rules = results["rules"]
-    for label, curve, points in (
+    return [
         ("cosine ≥", rules["cosine"]["curve"], CURVE_COSINES),
         (f"{CANDIDATE} ≥", rules[CANDIDATE]["curve"], CURVE_PROBABILITIES),
-    ):
-        for point in map(str, points):
-            wb = curve["mcp-workbench"][point]["false_positive_rate"]
-            lost = [_cell(curve[n][point]["recall@5_lost"]) for n in names]
-            lines.append(f"| {label} {point} | {_cell(wb)} | " + " | ".join(lost) + " |")
-    return "\n".join(lines)
+    ]
+
+
+def _lost_cells(curve: Mapping[str, Any], point: str, names: Sequence[str]) -> list[str]:
+    wb = curve["mcp-workbench"][point]["false_positive_rate"] if "mcp-workbench" in curve else None
+    return [_cell(wb), *(_cell(curve[n][point]["recall@5_lost"]) for n in names)]
+
+
+def _answered_cells(curve: Mapping[str, Any], point: str, names: Sequence[str]) -> list[str]:
+    return [_cell(curve[n][point]["out_of_catalogue_offered"]) for n in names]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
