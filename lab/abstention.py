@@ -139,6 +139,17 @@ def column(feature: str) -> Callable[[Data, Sequence[str]], Scorer]:
     return fit
 
 
+def floored(feature: str, floor: float) -> Callable[[Data, Sequence[str]], Scorer]:
+    """A rule that reads ``feature`` for requests whose best cosine reaches ``floor`` (today's
+    threshold) and refuses the others whatever its threshold: it can only refuse more."""
+    index, cosine = FEATURES.index(feature), FEATURES.index("cosine")
+
+    def fit(data: Data, names: Sequence[str]) -> Scorer:
+        return lambda p: np.where(p.x[:, cosine] >= floor, p.x[:, index], -np.inf)
+
+    return fit
+
+
 @dataclass(frozen=True)
 class Logistic:
     """A learnt :class:`Classifier` as a scorer: its probability that a tool fits."""
@@ -229,6 +240,12 @@ RULES: tuple[Rule, ...] = (
         "cosine above probes",
         "the best cosine minus the catalogue's probe median",
         column("cosine_above_probes"),
+        tuple(round(-0.2 + 0.01 * i, 2) for i in range(46)),
+    ),
+    Rule(
+        "cosine above probes, floored",
+        f"the same, and never answering below today's cosine threshold ({COSINE_THRESHOLD})",
+        floored("cosine_above_probes", COSINE_THRESHOLD),
         tuple(round(-0.2 + 0.01 * i, 2) for i in range(46)),
     ),
     Rule(
