@@ -85,6 +85,7 @@ class Result:
 LAB = frozenset(
     {
         "ablation",
+        "abstention",
         "action_agreement",
         "broad_lodo",
         "default_model",
@@ -163,6 +164,11 @@ REGISTRY: tuple[Result, ...] = (
         "reranker",
         _lab("reranker"),
         {"reranker": script_table("reranker")},
+    ),
+    Result(
+        "abstention",
+        _lab("abstention"),
+        {"abstention": script_table("abstention")},
     ),
     Result(
         "fine_tune",
