@@ -15,6 +15,7 @@ with a conversation and handed back through ``discovered=``.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from toolsearch.agent.announce import announcement_block
 from toolsearch.agent.hygiene import call_error
 from toolsearch.agent.pool import ResolvedTools, resolve_tools
-from toolsearch.agent.providers.plain import loaded_text
+from toolsearch.agent.providers.plain import LOADED_HEADER, loaded_text
 from toolsearch.backend import SearchBackend
 from toolsearch.engine import DEFAULT_MAX_RESULTS, DEFAULT_MAX_RESULTS_CAP, ToolSearch
 from toolsearch.errors import ConfigError, QueryError
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
     from toolsearch.mcp.client import ToolCallResult
     from toolsearch.mcp.hub import BlockingMcpHub, McpHub
 
-__all__ = ["DeferredPool", "Savings", "SearchAnswer", "framework_tool"]
+__all__ = ["DeferredPool", "Savings", "SearchAnswer", "framework_tool", "loaded_names"]
 
 
 def framework_tool(
@@ -49,6 +50,25 @@ def framework_tool(
         should_defer=deferred,
         always_load=not deferred,
     )
+
+
+def loaded_names(text: str) -> tuple[str, ...]:
+    """The tools a ToolSearch result loaded, read back from the text the model got (the
+    definitions :meth:`DeferredPool.search` returns, one JSON object a line): how an
+    integration restores the discovered set from the history a framework keeps."""
+    lines = text.splitlines()
+    if not lines or lines[0] != LOADED_HEADER:
+        return ()
+    names: list[str] = []
+    for line in lines[1:]:
+        try:
+            definition = json.loads(line)
+        except ValueError:
+            break
+        if not isinstance(definition, dict) or not isinstance(definition.get("name"), str):
+            break
+        names.append(definition["name"])
+    return tuple(names)
 
 
 @dataclass(frozen=True, slots=True)
