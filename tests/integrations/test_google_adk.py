@@ -11,12 +11,14 @@ import pytest
 pytest.importorskip("google.adk", reason="needs toolsearch[google-adk]")
 
 from google.adk.agents import LlmAgent
+from google.adk.agents.readonly_context import ReadonlyContext
 from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.adk.runners import InMemoryRunner, Runner
 from google.adk.sessions import InMemorySessionService
 from google.adk.tools.base_tool import BaseTool
+from google.adk.tools.base_toolset import BaseToolset
 from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 from pydantic import Field
@@ -340,3 +342,53 @@ async def test_mcp_tools_run_through_the_hub(
     assert hub_script.wanted in model.tools[1]
     assert all(hub_script.denied not in names for names in model.tools)
     assert ran == []
+
+
+class ProjectToolset(BaseToolset):
+    """A toolset of ADK's own kind (as McpToolset is) whose tools depend on the session: a
+    user with the ``admin`` state also gets the admin tool."""
+
+    def __init__(self, ran: list[tuple[str, dict[str, Any]]]) -> None:
+        super().__init__()
+        self.ran = ran
+
+    async def get_tools(self, readonly_context: ReadonlyContext | None = None) -> list[BaseTool]:
+        tools = [Tool("project_list_files", "List the files of the project.")]
+        if readonly_context is not None and readonly_context.state.get("admin"):
+            tools.append(Tool("project_delete_branch", "Delete a branch of the project."))
+        return adk_tools(tools, self.ran)
+
+
+@pytest.mark.anyio
+async def test_a_wrapped_toolset_and_functions_are_deferred_and_listed_per_session() -> None:
+    ran: list[tuple[str, dict[str, Any]]] = []
+
+    def weather(city: str) -> str:
+        """The weather forecast for a city."""
+        ran.append(("weather", {"city": city}))
+        return "sunny"
+
+    select = {"query": "select:project_delete_branch,weather"}
+    model = ScriptedLlm(
+        turns=[
+            [(TOOL_SEARCH_NAME, select, "s1")],
+            [("project_delete_branch", {}, "c1"), ("weather", {"city": "Oslo"}, "c2")],
+            "done",
+            [(TOOL_SEARCH_NAME, select, "s2")],
+            "done",
+        ]
+    )
+    toolset = ToolSearchToolset([ProjectToolset(ran), weather], backend="keyword")
+    runner = InMemoryRunner(agent=agent_for(model, toolset), app_name=APP)
+    await runner.session_service.create_session(
+        app_name=APP, user_id="ana", session_id="admin", state={"admin": True}
+    )
+    await ask(runner, "delete the old branch", session="admin")
+    other = await ask(runner, "delete it too", user="ben", session="plain")
+
+    assert model.tools[0] == [TOOL_SEARCH_NAME]
+    assert sorted(model.tools[1]) == sorted([TOOL_SEARCH_NAME, "weather", "project_delete_branch"])
+    assert ran == [("project_delete_branch", {}), ("weather", {"city": "Oslo"})]
+    assert "Not found: project_delete_branch" in other["s2"]["result"]
+    assert "<available-deferred-tools>" in model.instructions[0]
+    assert "project_delete_branch" not in model.instructions[3]
