@@ -253,6 +253,17 @@ async def test_a_session_state_set_by_hand_is_read_and_denied_names_are_dropped(
 
 
 @pytest.mark.anyio
+async def test_a_malformed_session_state_is_refused(workbench: list[Tool]) -> None:
+    toolset = ToolSearchToolset(adk_tools(workbench, []), backend="keyword")
+    runner = InMemoryRunner(agent=agent_for(ScriptedLlm(turns=["hi"]), toolset), app_name=APP)
+    await runner.session_service.create_session(
+        app_name=APP, user_id="ana", session_id="s", state={STATE_KEY: "mcp__slack__send_message"}
+    )
+    with pytest.raises(ConfigError, match="session state 'toolsearch:discovered' must map tool"):
+        await ask(runner, "hi")
+
+
+@pytest.mark.anyio
 async def test_a_tool_found_in_the_same_response_is_called_again(
     workbench: list[Tool], script: Any
 ) -> None:

@@ -261,9 +261,11 @@ class ToolSearchToolset(BaseToolset):
     async def process_llm_request(
         self, *, tool_context: ToolContext, llm_request: LlmRequest
     ) -> None:
-        """Check that the agent has the callbacks, and name the deferred tools in the system
-        instruction."""
+        """Check that the agent has the callbacks and the session state is readable (ADK
+        drops a toolset whose listing fails, with only a log line), and name the deferred
+        tools in the system instruction."""
         self._check_callbacks(tool_context._invocation_context.agent)
+        discovered_in(tool_context.state)
         block = self.pool.announcement()
         if block:
             llm_request.append_instructions([block])
