@@ -280,3 +280,36 @@ def test_closing_unregisters_the_hooks(workbench: list[Tool], arguments_models: 
     assert len(get_before_llm_call_hooks()) == before[0] + 1
     search.close()
     assert (len(get_before_llm_call_hooks()), len(get_after_tool_call_hooks())) == before
+
+
+def test_a_crew_task_finds_and_calls_a_tool_and_its_denied_task_tool_never_runs(
+    workbench: list[Tool], script: Any, arguments_models: Any
+) -> None:
+    """The CrewAI idiom: a Crew whose task hands the agent a tool of its own."""
+    from crewai import Crew, Task
+
+    ran: Ran = []
+    arguments = dict(script.arguments)
+    llm = ScriptedLLM(
+        model="scripted",
+        turns=[
+            [(TOOL_SEARCH_NAME, {"query": f"select:{script.wanted}"}, "s1")],
+            [(script.wanted, arguments, "c1"), ("delete_everything", {}, "c2")],
+            "posted",
+        ],
+    )
+    deny = ["delete_everything"]
+    with ToolSearchTools(crewai_tools(arguments_models, workbench, ran), deny=deny) as search:
+        agent = agent_for(llm, search.tools)
+        task = Task(
+            description="Post hello to #general.",
+            expected_output="Whether it was posted.",
+            agent=agent,
+            tools=[*search.tools, PlainTool(name="delete_everything", ran=ran)],
+        )
+        output = Crew(agents=[agent], tasks=[task]).kickoff()
+
+    assert output.raw == "posted"
+    assert llm.tools[0] == [SEARCH]
+    assert llm.tools[1] == [SEARCH, "mcp_slack_send_message"]
+    assert ran == [(script.wanted, arguments)]
