@@ -96,7 +96,7 @@ SKIPPED = {
     ),
     "pip install torch==2.13.0 && pip install -e '.[all]'\n": "installs packages only",
     "# LangChain / LangGraph: a middleware for create_agent": (
-        "fragments for three frameworks (each needs a model and the reader's tools); the "
+        "fragments for five frameworks (each needs a model and the reader's tools); the "
         "complete examples of docs/integrations/ run in tests/integrations/"
     ),
     '[project.entry-points."toolsearch.backends"]': (

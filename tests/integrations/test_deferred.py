@@ -16,7 +16,8 @@ from toolsearch.tool import TOOL_SEARCH_NAME, Tool
 def test_importing_the_package_loads_no_framework() -> None:
     code = (
         "import sys, toolsearch.integrations as i; i.DeferredPool\n"
-        "loaded = [m for m in ('langchain', 'langgraph', 'agents', 'pydantic_ai') "
+        "loaded = [m for m in ('langchain', 'langgraph', 'agents', 'pydantic_ai', 'google.adk', "
+        "'crewai') "
         "if m in sys.modules]\n"
         "print(loaded)"
     )

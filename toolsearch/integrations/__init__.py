@@ -8,7 +8,12 @@ One module per framework, each behind its own extra, over the framework-neutral
 - :mod:`toolsearch.integrations.openai_agents` — the OpenAI Agents SDK (tools enabled as they
   are found); ``toolsearch[openai-agents]``;
 - :mod:`toolsearch.integrations.pydantic_ai` — PydanticAI (a toolset that grows);
-  ``toolsearch[pydantic-ai]``.
+  ``toolsearch[pydantic-ai]``;
+- :mod:`toolsearch.integrations.google_adk` — Google ADK (a toolset listed per request, the
+  found tools in the session state, deny rules in the agent's callbacks);
+  ``toolsearch[google-adk]``;
+- :mod:`toolsearch.integrations.crewai` — CrewAI (the run's tools set by CrewAI's hooks before
+  each model call); ``toolsearch[crewai]``.
 
 Importing this package loads no framework.
 """
