@@ -204,10 +204,11 @@ class ToolSearchTools:
                 reason="toolsearch's ToolSearch needs an LLM with native function calling "
                 "(supports_function_calling())"
             )
+        outside = [t for t in current if id(t) not in self._own_ids]
+        # a deny rule naming one of the agent's other tools is no typo (no DenyRuleWarning)
+        self.pool.note_outside(framework_tool(t.name, None, None, deferred=False) for t in outside)
         visible = self.pool.visible(_found_in(context.messages))
-        others = [
-            t for t in current if id(t) not in self._own_ids and not self.pool.is_denied(t.name)
-        ]
+        others = [t for t in outside if not self.pool.is_denied(t.name)]
         _set_tools(executor, [*(self._crewai(t.name) for t in visible), *others])
         self._announce(context.messages)
         self.pool.count_request(visible)

@@ -248,8 +248,25 @@ class ToolSearchToolset(BaseToolset):
     async def get_tools(self, readonly_context: ReadonlyContext | None = None) -> list[BaseTool]:
         """ToolSearch, the tools loaded up front and the tools found in this session."""
         await self._list_own(readonly_context)
+        self._note_agent_tools(readonly_context)
         found = discovered_in(readonly_context.state) if readonly_context is not None else ()
         return [self._adk_tool(t) for t in self.pool.visible(found)]
+
+    def _note_agent_tools(self, context: ReadonlyContext | None) -> None:
+        """Tell the pool the agent's other tools (functions and tools given to ``LlmAgent``
+        directly): a deny rule naming one of them is no typo (no ``DenyRuleWarning``)."""
+        invocation = getattr(context, "_invocation_context", None)
+        entries = getattr(getattr(invocation, "agent", None), "tools", None) or []
+        names = [
+            getattr(entry, "name", None) or getattr(entry, "__name__", None)
+            for entry in entries
+            if entry is not self and not isinstance(entry, BaseToolset)
+        ]
+        self.pool.note_outside(
+            framework_tool(name, None, None, deferred=False)
+            for name in names
+            if isinstance(name, str)
+        )
 
     async def close(self) -> None:
         """Close the wrapped toolsets (MCP sessions and the like)."""
