@@ -300,7 +300,7 @@ def markdown(results: Mapping[str, Any]) -> str:
     config = results["config"]
     vectors = (
         "`HashingEncoder`, 384 dimensions"
-        if config.get("vectors") == "hashing"
+        if config.get("vectors", "hashing") == "hashing"
         else "the default model's vector of each real tool, noisy copies for its scaled copies"
     )
     lines = [
