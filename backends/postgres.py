@@ -1331,6 +1331,12 @@ def _merge_pending_text_rows(conn: psycopg.Connection[Any], schema: str) -> None
         logger.info("postgres: not the owner of %s.tools; autovacuum merges new rows", schema)
 
 
+def _vector_text(vector: Any) -> str:
+    """pgvector's text of a NumPy vector, or of a stored one read back (a ``Vector``)."""
+    values = vector.to_numpy() if hasattr(vector, "to_numpy") else vector
+    return "[" + ",".join(map(repr, values.tolist())) + "]"
+
+
 def _copy_rows(conn: psycopg.Connection[Any], schema: str, rows: Sequence[Sequence[Any]]) -> None:
     """Write new content rows with ``COPY``: one stream instead of a statement per row (the
     cost of a bulk load was the round trips, 3.3 ms a row at 100,000 tools). The vector (the
@@ -1343,8 +1349,7 @@ def _copy_rows(conn: psycopg.Connection[Any], schema: str, rows: Sequence[Sequen
     )
     with conn.cursor() as cur, cur.copy(statement) as copy:
         for row in rows:
-            vector = "[" + ",".join(map(repr, row[7].tolist())) + "]"
-            copy.write_row((*row[:7], vector, *row[8:]))
+            copy.write_row((*row[:7], _vector_text(row[7]), *row[8:]))
 
 
 def _pgvector_version(conn: psycopg.Connection[Any]) -> tuple[int, ...]:
