@@ -584,8 +584,7 @@ def run_benchmark(
                 if significance_on is not None
                 else default_significance_metrics(metrics)
             )
-            # ranx compiles its numba containers in every process: about a minute on two cores
-            with progress.task(f"{dataset.name}: significance tests (ranx)"):
+            with progress.task(f"{dataset.name}: significance tests"):
                 _add_significance(entry, tested, significance_test, max_p, depth, correction)
         bench.datasets[dataset.name] = entry
     return bench
