@@ -333,3 +333,43 @@ def test_every_metric_equals_ranx_on_the_bundled_queries_with_random_runs() -> N
             theirs = {q: float(v >= 1.0 - 1e-9) for q, v in theirs.items()}
         assert ours[name] == pytest.approx(theirs, abs=1e-12), name
     assert len(ours["ndcg@10"]) > 1000
+
+
+def test_significance_equals_ranx_compare_on_the_bundled_queries() -> None:
+    """The paired tests run ranx's test functions on these per-query values instead of ranx
+    ``compare`` (whose containers compile for about a minute in every process): the t-test's
+    p-values and the means are ranx's to the last digit. (ranx's Fisher test draws its
+    permutations on parallel threads, so its p-values vary by a few hundredths between runs
+    of ranx itself, and are not compared here.)"""
+    import random
+
+    from ranx import Qrels, Run, compare
+
+    from toolsearch.bench.metrics import group_view
+    from toolsearch.bench.significance import compare_backends
+    from toolsearch.dataset import load_dataset
+    from toolsearch.datasets import bundled_dataset
+
+    dataset = load_dataset(bundled_dataset("mcp-workbench"))
+    tools = [t.name for t in dataset.tools]
+    rng = random.Random(53)
+    qrels = {q: dict(g) for q, g in list(dataset.qrels.items())[:400] if g}
+    groups = {q: dataset.groups(q) for q in qrels}
+    ranked: dict[str, dict[str, list[str]]] = {}
+    for name in ("a", "b", "c"):
+        ranked[name] = {}
+        for qid, gold in qrels.items():
+            picked = rng.sample(tools, rng.randint(0, 15)) + rng.sample(sorted(gold), len(gold))
+            ranked[name][qid] = list(dict.fromkeys(rng.sample(picked, len(picked))))[:20]
+    metrics = parse_metrics("recall@5,hit@3,mrr@10,ndcg@10")
+    ours = compare_backends(qrels, ranked, metrics, groups=groups, correction="none")
+    view_qrels, views = group_view(qrels, groups, ranked)
+    runs = [Run({q: rank_scores(r) for q, r in views[n].items()}, name=n) for n in ranked]
+    report = compare(Qrels(view_qrels), runs, [m.ranx_name or "" for m in metrics], max_p=0.05)
+    for pair in ours.pairs:
+        ranx_name = parse_metric(pair.metric).ranx_name or ""
+        theirs = report.comparisons[pair.a, pair.b][ranx_name]["p_value"]
+        assert pair.p_value == pytest.approx(theirs, abs=1e-12), pair
+        assert pair.mean_a == pytest.approx(report.results[pair.a][ranx_name], abs=1e-12)
+        assert pair.mean_b == pytest.approx(report.results[pair.b][ranx_name], abs=1e-12)
+    assert len(ours.pairs) == 3 * 4

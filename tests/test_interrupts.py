@@ -6,11 +6,9 @@ when a person presses the keys."""
 
 from __future__ import annotations
 
-import json
 import os
 import select
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -193,66 +191,6 @@ def test_a_failed_onnxruntime_import_is_not_taken_for_a_broken_export(
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # `import onnxruntime` raises
     with pytest.raises(ImportError):
         onnx_encoder._check_export(export, tokenizer=None, pooling="mean")
-
-
-def _ten_tool_dataset(folder: Path) -> Path:
-    """Ten tools of the bundled dataset and the queries judged on them only."""
-    from toolsearch.dataset import load_dataset
-    from toolsearch.datasets import bundled_dataset
-
-    source = load_dataset(bundled_dataset("mcp-workbench"))
-    tools = sorted({t for gold in source.qrels.values() for t in gold})[:10]
-    kept = {q for q, gold in source.qrels.items() if gold and set(gold) <= set(tools)}
-    folder.mkdir()
-    by_name = {t.name: t for t in source.tools}
-    (folder / "tools.jsonl").write_text(
-        "".join(json.dumps(by_name[t].to_dict()) + "\n" for t in tools)
-    )
-    (folder / "queries.jsonl").write_text(
-        "".join(
-            json.dumps({"id": q.id, "text": q.text, "style": q.style}) + "\n"
-            for q in source.queries
-            if q.id in kept
-        )
-    )
-    rows = (bundled_dataset("mcp-workbench") / "qrels.tsv").read_text().splitlines()
-    (folder / "qrels.tsv").write_text(
-        "\n".join([rows[0], *(r for r in rows[1:] if r.split("\t")[0] in kept)]) + "\n"
-    )
-    return folder
-
-
-@pytest.mark.timeout(600)
-def test_ctrl_c_during_the_significance_step_of_bench_stops_it(tmp_path: Path) -> None:
-    """numba compiles ranx's code there, and llvmlite swallowed the KeyboardInterrupt (an
-    "Exception ignored" traceback): the run went on and exited 0."""
-    pytest.importorskip("ranx")
-    pytest.importorskip("rank_bm25")
-    dataset = _ten_tool_dataset(tmp_path / "ten")
-    command = [sys.executable, "-m", "toolsearch", "bench", "--dataset", str(dataset)]
-    process = subprocess.Popen(
-        [*command, "--backend", "keyword", "bm25", "--split", "all"],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stderr is not None
-    seen: list[str] = []
-    try:
-        for line in process.stderr:
-            seen.append(line)
-            if "start:" in line and "significance tests" in line:
-                break
-        assert seen and "significance tests" in seen[-1], "".join(seen)
-        time.sleep(3.0)  # inside ranx's import or numba's compile
-        process.send_signal(signal.SIGINT)
-        rest = process.communicate(timeout=STOP_DEADLINE)[1]
-    finally:
-        process.kill()
-        process.communicate()
-    assert process.returncode == 130, "".join(seen) + rest
-    assert "toolsearch: interrupted" in rest
 
 
 def test_a_ctrl_c_swallowed_while_ranx_compiles_still_stops_the_step() -> None:

@@ -5,17 +5,13 @@ from __future__ import annotations
 import signal
 import threading
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from toolsearch.errors import MissingExtraError
 
-__all__ = ["NO_RESULT", "import_ranx", "quiet", "to_ranx"]
-
-#: A stand-in result for runs where no query retrieved anything (ranx cannot build such a
-#: run). It contains a space, so it can never be a tool's name, and is never judged relevant.
-NO_RESULT = "(no result)"
+__all__ = ["import_ranx", "interrupt_kept", "quiet"]
 
 
 def import_ranx() -> Any:
@@ -76,37 +72,3 @@ def interrupt_kept() -> Iterator[None]:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     if heard:
         raise KeyboardInterrupt
-
-
-def to_ranx(
-    qrels: Mapping[str, Mapping[str, int]],
-    runs: Mapping[str, Mapping[str, Mapping[str, float]]],
-) -> tuple[Any, dict[str, Any]]:
-    """ranx ``Qrels`` and named ``Run`` objects for ``qrels`` and ``runs`` (``{name: {qid:
-    {tool: score}}}``).
-
-    Tool names are replaced by fixed-width ids (the same name, the same id, across qrels and
-    runs): ranx stores document ids as numpy strings as wide as the longest one, and numba
-    compiles its metrics once per width — with fixed-width ids they are compiled once, not
-    once per catalogue. A run where nothing was retrieved gets the :data:`NO_RESULT` stand-in,
-    which ranx needs and which is never relevant.
-    """
-    ranx = import_ranx()
-    ids: dict[str, str] = {}
-
-    def doc_id(name: str) -> str:
-        found = ids.get(name)
-        if found is None:
-            found = ids[name] = f"{len(ids):010d}"
-        return found
-
-    ranx_qrels = ranx.Qrels(
-        {qid: {doc_id(t): int(g) for t, g in gold.items()} for qid, gold in qrels.items()}
-    )
-    ranx_runs: dict[str, Any] = {}
-    for name, run in runs.items():
-        mapped = {qid: {doc_id(t): float(s) for t, s in docs.items()} for qid, docs in run.items()}
-        if mapped and not any(mapped.values()):
-            mapped[next(iter(mapped))] = {doc_id(NO_RESULT): 1.0}
-        ranx_runs[name] = ranx.Run(mapped, name=name)
-    return ranx_qrels, ranx_runs

@@ -571,9 +571,7 @@ def run_benchmark(
                 if significance_on is not None
                 else default_significance_metrics(metrics)
             )
-            # ranx compiles its numba containers in every process: about a minute on two cores
-            with progress.task(f"{dataset.name}: significance tests (ranx)"):
-                _add_significance(entry, tested, significance_test, max_p, depth, correction)
+            _add_significance(entry, tested, significance_test, max_p, depth, correction, progress)
         bench.datasets[dataset.name] = entry
     return bench
 
@@ -602,6 +600,7 @@ def _add_significance(
     max_p: float,
     depth: int,
     correction: str,
+    progress: Progress,
 ) -> None:
     qrels = entry.qrels
     if len(entry.backends) < 2:
@@ -612,13 +611,14 @@ def _add_significance(
         entry.significance_note = "no ranx-testable metric selected"
     else:
         ranked = {name: result.ranked() for name, result in entry.backends.items()}
-        entry.significance = compare_backends(
-            qrels,
-            ranked,
-            metrics,
-            test=test,
-            max_p=max_p,
-            depth=depth,
-            groups=entry.groups,
-            correction=correction,
-        )
+        with progress.task(f"{entry.name}: significance tests"):
+            entry.significance = compare_backends(
+                qrels,
+                ranked,
+                metrics,
+                test=test,
+                max_p=max_p,
+                depth=depth,
+                groups=entry.groups,
+                correction=correction,
+            )

@@ -1,4 +1,4 @@
-"""Paired significance tests between backends, with ranx ``compare``.
+"""Paired significance tests between backends, with ranx's tests.
 
 Every pair of backends is tested on every chosen metric over the same positive queries (the
 tests are paired: query by query). Two tests are offered, both two-sided:
@@ -16,6 +16,11 @@ says which test, which correction, how many queries and which threshold were use
 ``complete@k`` has no ranx implementation, so the tests cover the ranx metrics (recall, hit,
 mrr, ndcg). Queries with alternative tools are tested on their group view (see
 :mod:`toolsearch.bench.metrics`).
+
+The tests are ranx's own functions, run on the per-query values of
+:func:`~toolsearch.bench.metrics.per_query_scores` (equal to ranx's), pair by pair as ranx
+``compare`` runs them: building ranx's ``Qrels`` and ``Run`` would compile numba containers
+for about a minute in every process, even for ten queries.
 """
 
 from __future__ import annotations
@@ -26,9 +31,9 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
-from toolsearch.bench._ranx import import_ranx, quiet, to_ranx
+from toolsearch.bench._ranx import import_ranx, quiet
 from toolsearch.bench.errors import BenchError
-from toolsearch.bench.metrics import RUN_DEPTH, Groups, Metric, group_view, rank_scores
+from toolsearch.bench.metrics import RUN_DEPTH, Groups, Metric, per_query_scores
 
 __all__ = [
     "CORRECTIONS",
@@ -186,33 +191,18 @@ def compare_backends(
     A pair whose per-query values are identical has p = 1 (the t-test is undefined there).
     """
     testable = _check_request(qrels, ranked, metrics, test, max_p, correction)
-    names = list(ranked)
-    ranx = import_ranx()
-    view_qrels, views = group_view(qrels, groups, {name: ranked[name] for name in names})
-    metric_of = {m.ranx_name or m.name: m.name for m in testable}
-    with quiet():  # building ranx's containers compiles too
-        ranx_qrels, ranx_runs = to_ranx(
-            view_qrels,
-            {name: {qid: rank_scores(views[name][qid], depth) for qid in qrels} for name in names},
-        )
-        runs = [ranx_runs[name] for name in names]
-        report = ranx.compare(
-            ranx_qrels,
-            runs,
-            metrics=list(metric_of),
-            stat_test=test,
-            max_p=max_p,
-            n_permutations=1000,
-            random_seed=42,
-            make_comparable=False,
-        )
-    pairs = _pair_tests(report, names, metric_of, len(qrels), correction, max_p)
+    scores = {
+        name: per_query_scores(qrels, run, testable, depth=depth, groups=groups)
+        for name, run in ranked.items()
+    }
+    with quiet():
+        pairs = _pair_tests(scores, list(qrels), test, correction, max_p)
     return Significance(
         test=test,
         test_name=STAT_TESTS[test],
         n_queries=len(qrels),
         max_p=max_p,
-        metrics=tuple(metric_of.values()),
+        metrics=tuple(m.name for m in testable),
         pairs=tuple(pairs),
         correction=correction,
     )
@@ -266,38 +256,55 @@ def _check_request(
 
 
 def _pair_tests(
-    report: Any,
-    names: Sequence[str],
-    metric_of: Mapping[str, str],
-    n_queries: int,
+    scores: Mapping[str, Mapping[str, Mapping[str, float]]],
+    query_ids: Sequence[str],
+    test: str,
     correction: str,
     max_p: float,
 ) -> list[PairTest]:
-    """Every pair's result from a ranx report, with each metric's p-values corrected."""
+    """Every pair's result (``scores``: ``{backend: {metric: {qid: value}}}``), each metric's
+    p-values corrected. Each pair is tested as ranx ``compare`` leaves it: the later backend
+    as control, 1,000 permutations and seed 42 for Fisher's test."""
+    import numpy as np
+
     raw: dict[tuple[str, str, str], float] = {}
-    for a, b in combinations(names, 2):
-        for ranx_name in metric_of:
-            p_value = float(report.comparisons[a, b][ranx_name]["p_value"])
-            if math.isnan(p_value) or report.win_tie_loss[(a, b)][ranx_name]["T"] == n_queries:
-                p_value = 1.0
-            raw[a, b, ranx_name] = p_value
+    means: dict[tuple[str, str], float] = {}
+    for name, by_metric in scores.items():
+        for metric, values in by_metric.items():
+            means[name, metric] = float(np.mean([values[q] for q in query_ids]))
+    for a, b in combinations(scores, 2):
+        for metric in scores[a]:
+            treatment = np.array([scores[a][metric][q] for q in query_ids], dtype=np.float64)
+            control = np.array([scores[b][metric][q] for q in query_ids], dtype=np.float64)
+            if np.array_equal(control, treatment):
+                raw[a, b, metric] = 1.0  # the t-test is undefined on identical values
+                continue
+            if test == "fisher":
+                p_value, _ = import_ranx().statistical_tests.fisher_randomization_test(
+                    control, treatment, 1000, max_p, 42
+                )
+            else:
+                # ranx's paired_student_t_test is this call; scipy alone imports in a second
+                from scipy.stats import ttest_rel
+
+                p_value = ttest_rel(control, treatment, alternative="two-sided").pvalue
+            raw[a, b, metric] = 1.0 if math.isnan(p_value) else float(p_value)
     adjusted: dict[tuple[str, str, str], float] = {}
-    for ranx_name in metric_of:
-        family = [key for key in raw if key[2] == ranx_name]
+    for metric in {key[2] for key in raw}:
+        family = [key for key in raw if key[2] == metric]
         adjusted.update(
             zip(family, adjust_p_values([raw[key] for key in family], correction), strict=True)
         )
-    pairs = [
+    return [
         PairTest(
             a=a,
             b=b,
-            metric=metric_of[ranx_name],
-            mean_a=float(report.results[a][ranx_name]),
-            mean_b=float(report.results[b][ranx_name]),
+            metric=metric,
+            mean_a=means[a, metric],
+            mean_b=means[b, metric],
             p_value=p_value,
-            significant=adjusted[a, b, ranx_name] < max_p,
-            p_adjusted=adjusted[a, b, ranx_name],
+            significant=adjusted[a, b, metric] < max_p,
+            p_adjusted=adjusted[a, b, metric],
         )
-        for (a, b, ranx_name), p_value in raw.items()
+        for (a, b, metric), p_value in raw.items()
     ]
-    return pairs
