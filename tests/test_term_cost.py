@@ -10,7 +10,7 @@ from keyword_reference import naive_keyword_search
 from toolsearch.backend import Hit
 from toolsearch.engine import ToolSearch
 from toolsearch.matching import MAX_CACHED_TERM, TermIndex, whole_word_pattern
-from toolsearch.query import parse_query
+from toolsearch.query import MAX_QUERY_CHARS, parse_query
 from toolsearch.tool import Tool
 
 LONG_TEXT = "-".join(["a"] * 3000)  # 5,999 characters, one non-word term
@@ -40,7 +40,9 @@ def test_a_huge_term_is_neither_compiled_nor_cached() -> None:
     for index in range(5):
         query = "-" * 1_000_000 + "+" * index  # no text holds it: nothing to compile
         assert keyword_hits(query) == []
-        assert keyword_hits(f"read +{query}") == []
+        # the longest term a query can hold (MAX_QUERY_CHARS), required: still nothing compiled
+        term = "-" * (MAX_QUERY_CHARS - len("read +") - index) + "+" * index
+        assert keyword_hits(f"read +{term}") == []
     assert whole_word_pattern.cache_info().currsize == 0
     index = TermIndex(TOOLS)
     assert list(index.description_word(LONG_TEXT)) == [2]  # compiled once, not cached
