@@ -58,6 +58,7 @@ from toolsearch.errors import ConfigError
 from toolsearch.query import ParsedQuery
 from toolsearch.stemming import TermNormaliser
 from toolsearch.tokenize import (
+    QUERY_RULES_VERSION,
     TOKENIZER_VERSION,
     SchemaCache,
     check_field_weights,
@@ -694,6 +695,7 @@ class BM25Backend(BaseBackend):
             "stopwords": self.terms.stopwords,
             "param_descriptions": self.param_descriptions,
             "tokenizer_version": TOKENIZER_VERSION,
+            "query_rules_version": QUERY_RULES_VERSION,
         }
         if self.variant == "bm25l":
             settings["delta"] = self.delta
