@@ -402,15 +402,23 @@ def reading_table(data: Mapping[str, Any]) -> str:
 def markdown(data: Mapping[str, Any]) -> str:
     """The server index: dev ndcg@10 per setting, then test and leave-one-dataset-out."""
     names = [DEFAULT, *data["settings"]]
-    lines = [
-        "| dataset (dev) | queries | " + " | ".join(names) + " |",
-        "|---|---:|" + "---:|" * len(names),
+    lines: list[str] = []
+    for split in ("dev", "test"):
+        lines += [
+            f"| dataset ({split}) | queries | " + " | ".join(names) + " |",
+            "|---|---:|" + "---:|" * len(names),
+        ]
+        for name, result in data[split].items():
+            cells = [_cell(result, n, "ndcg@10") for n in names]
+            lines.append(f"| {name} | {result['queries']} | " + " | ".join(cells) + " |")
+        if split == "dev":
+            means = data["dev_means"]
+            lines.append("| mean | | " + " | ".join(f"{means[n]:.4f}" for n in names) + " |")
+        lines.append("")
+    lines += [
+        "ndcg@10 of each setting, dev splits (which choose) and test splits; `*`: differs "
+        "from the default (ranx paired t-test, p < 0.05).",
     ]
-    for name, result in data["dev"].items():
-        cells = [_cell(result, n, "ndcg@10") for n in names]
-        lines.append(f"| {name} | {result['queries']} | " + " | ".join(cells) + " |")
-    means = data["dev_means"]
-    lines.append("| mean | | " + " | ".join(f"{means[n]:.4f}" for n in names) + " |")
     lines += [
         "",
         "| dataset (test) | setting (LODO) | hit@1 default / LODO | hit@5 | recall@5 | ndcg@10 "
