@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from itertools import chain
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -58,6 +58,7 @@ from toolsearch.errors import ConfigError
 from toolsearch.query import ParsedQuery
 from toolsearch.stemming import TermNormaliser
 from toolsearch.tokenize import (
+    QUERY_RULES_VERSION,
     TOKENIZER_VERSION,
     SchemaCache,
     check_field_weights,
@@ -293,6 +294,10 @@ class BM25Index:
         )
 
     # ------------------------------------------------------------------ scoring
+    def knows(self, term: str) -> bool:
+        """Whether ``term`` is a word of the tools indexed (or once indexed) here."""
+        return term in self.vocab
+
     def __len__(self) -> int:
         return self._live
 
@@ -487,6 +492,10 @@ class _RankBM25Engine:
     def tools(self) -> dict[str, Tool]:
         return {tool.name: tool for tool in self._tools}
 
+    def knows(self, term: str) -> bool:
+        """Whether ``term`` is a word of the indexed tools."""
+        return self._model is not None and term in self._model.idf
+
     def _scores(self, tokens: Sequence[str]) -> list[float]:
         known = [token for token in tokens if token in self._model.idf]
         if not known:
@@ -534,6 +543,17 @@ def rank_bm25_model(
     model = rank_bm25.BM25Okapi(docs, k1=k1, b=b, epsilon=epsilon)
     model.idf = rank_bm25.BM25L(docs, k1=k1, b=b).idf
     return model
+
+
+class _IndexedWords:
+    """A query word is "in" an index when its term (stemmed, if the index stems) is."""
+
+    def __init__(self, terms: TermNormaliser, engine: BM25Index | _RankBM25Engine) -> None:
+        self.terms, self.engine = terms, engine
+
+    def __contains__(self, word: object) -> bool:
+        found = self.terms([word]) if isinstance(word, str) else []
+        return bool(found) and self.engine.knows(found[0])
 
 
 class BM25Backend(BaseBackend):
@@ -648,7 +668,7 @@ class BM25Backend(BaseBackend):
         """The best ``k`` tools for ``query``'s tokens, best first, scores above zero."""
         if k <= 0 or query.is_empty or not len(self._engine):
             return []
-        tokens = self.terms(query_tokens(query))
+        tokens = self.terms(query_tokens(query, whole=self.known_words))
         if not tokens:
             return []
         return [Hit(tool.name, score) for tool, score in self._engine.top(tokens, k)]
@@ -656,7 +676,13 @@ class BM25Backend(BaseBackend):
     def score_all(self, query: ParsedQuery) -> dict[str, float]:
         """Every indexed tool's score for ``query``, zeros included: for differential tests
         against other BM25 implementations and for looking into a ranking."""
-        return self._engine.score_map(self.terms(query_tokens(query)))
+        return self._engine.score_map(self.terms(query_tokens(query, whole=self.known_words)))
+
+    @property
+    def known_words(self) -> Container[str]:
+        """The words the index holds, as a query's words are looked up in it: a camel-case
+        query word found here is read whole (:func:`toolsearch.tokenize.query_tokens`)."""
+        return _IndexedWords(self.terms, self._engine)
 
     def params(self) -> dict[str, object]:
         settings: dict[str, object] = {
@@ -669,6 +695,7 @@ class BM25Backend(BaseBackend):
             "stopwords": self.terms.stopwords,
             "param_descriptions": self.param_descriptions,
             "tokenizer_version": TOKENIZER_VERSION,
+            "query_rules_version": QUERY_RULES_VERSION,
         }
         if self.variant == "bm25l":
             settings["delta"] = self.delta

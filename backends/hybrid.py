@@ -42,7 +42,7 @@ from typing import Any, ClassVar
 
 from toolsearch.backend import BaseBackend, Hit, IncrementalBackend, SearchBackend
 from toolsearch.errors import ConfigError
-from toolsearch.fusion import NORMALISERS, Fuser, NameWords, name_words, rrf_fuse
+from toolsearch.fusion import NORMALISERS, Fuser, NameTable, name_words, rrf_fuse
 from toolsearch.multistep import LEAD, Ranking, merge_steps, split_steps
 from toolsearch.query import ParsedQuery, parse_query
 from toolsearch.tool import Tool, pool_sort_key
@@ -377,7 +377,7 @@ class HybridBackend(BaseBackend):
             member: load_backend(backend, **_constructor_options(self.member_options[member]))
             for member, backend in self.member_backends.items()
         }
-        self._name_words: dict[str, NameWords] = {}
+        self._name_words = NameTable({})
         self._pool_position: dict[str, int] = {}
 
     def _set_tools(self, ordered: Sequence[Tool]) -> None:
@@ -385,11 +385,13 @@ class HybridBackend(BaseBackend):
         # ties break by pool order: each tool's place in it, for sorting
         self._pool_position = {name: i for i, name in enumerate(self._tools)}
         words = self._name_words
-        self._name_words = {tool.name: words.get(tool.name) or name_words(tool) for tool in ordered}
+        self._name_words = NameTable(
+            {tool.name: words.get(tool.name) or name_words(tool) for tool in ordered}
+        )
 
     def index(self, tools: Sequence[Tool]) -> None:
         ordered = sorted({tool.name: tool for tool in tools}.values(), key=pool_sort_key)
-        self._name_words = {}
+        self._name_words = NameTable({})
         self._set_tools(ordered)
         for name, member in self.members.items():
             self._update(name, member, partial(member.index, ordered))
@@ -401,8 +403,9 @@ class HybridBackend(BaseBackend):
         incoming = {tool.name: tool for tool in tools}
         if not incoming:
             return
-        for name in incoming:
-            self._name_words.pop(name, None)
+        self._name_words = NameTable(
+            {name: found for name, found in self._name_words.items() if name not in incoming}
+        )
         self._set_tools(sorted({**self._tools, **incoming}.values(), key=pool_sort_key))
         changed, everything = list(incoming.values()), list(self._tools.values())
         for name, member in self.members.items():

@@ -96,6 +96,7 @@ LAB = frozenset(
         "metadata_pairs",
         "query_adapter",
         "reranker",
+        "server_index",
         "server_names",
         "stock_bm25",
         "targets",
@@ -154,6 +155,14 @@ REGISTRY: tuple[Result, ...] = (
         "server_names",
         _lab("server_names"),
         {"server_names": script_table("server_names")},
+    ),
+    Result(
+        "server_index",
+        _lab("server_index"),
+        {
+            "server_index": script_table("server_index"),
+            "brand_names": lambda data: _script("server_index").reading_table(data),
+        },
     ),
     Result(
         "learned_fusion",

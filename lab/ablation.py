@@ -63,7 +63,7 @@ from toolsearch.backends.hybrid import DEFAULT_EXACT_NAME_BONUS as EXACT_NAME_BO
 from toolsearch.backends.hybrid import DEFAULT_STEP_DEPTH as STEP_DEPTH
 from toolsearch.bench.metrics import parse_metrics, per_query_scores
 from toolsearch.bench.significance import compare_backends
-from toolsearch.fusion import Fuser, NameWords, name_words
+from toolsearch.fusion import Fuser, NameWords, name_table, name_words
 from toolsearch.multistep import Ranking, merge_steps, split_steps
 from toolsearch.query import parse_query
 
@@ -206,7 +206,7 @@ class Data:
     hits: dict[str, dict[str, Scored]]
     step_hits: dict[str, dict[str, Scored]]
     steps: dict[str, list[str]]
-    names: dict[str, NameWords] = field(default_factory=dict)
+    names: Mapping[str, NameWords] = field(default_factory=dict)
 
     def is_negative(self, qid: str) -> bool:
         return qid not in self.sample.qrels
@@ -258,7 +258,7 @@ def sample_data(
         for m, spec in members.items()
         if m in ("embedding", "bm25_stem", "bm25", "fts5")
     }
-    names = {tool.name: name_words(tool) for tool in sample.dataset.tools}
+    names = name_table(sample.dataset.tools)
     return Data(sample, hits, step_hits, steps, names)
 
 

@@ -756,3 +756,72 @@ def test_the_committed_targets_hold_the_previous_default_and_draw_every_row() ->
         data["speed"]["shipped"]["query_p50_ms"] / data["speed"]["previous"]["query_p50_ms"],
         abs=1e-3,
     )
+
+
+def test_the_server_index_scores_servers_and_lifts_their_tools() -> None:
+    import numpy as np
+
+    from toolsearch.backends.bm25 import BM25Backend
+    from toolsearch.fusion import Fuser, name_table
+    from toolsearch.query import parse_query
+    from toolsearch.tool import Tool
+
+    script = _script("server_index")
+    tools = [
+        Tool("mcp__slack__send_message", "Send a message to a channel.", server="slack"),
+        Tool("mcp__slack__list_channels", "List the channels.", server="slack"),
+        Tool("mcp__jira__create_issue", "Create an issue in a project.", server="jira"),
+    ]
+    packaged = script.server_document("slack-mcp-server", tools[:2])
+    assert packaged.description.splitlines()[:2] == ["slack", "send message"]
+    lexical = BM25Backend(param_descriptions=False)
+    homes = ["jira", "slack"]
+    lexical.index(
+        [script.server_document("jira", tools[2:]), script.server_document("slack", tools[:2])]
+    )
+    text = "post in the channel"
+    index = script.ServerIndex(
+        group={t.name: t.server for t in tools},
+        lexical=lexical,
+        centroids=np.eye(2, dtype=np.float32),
+        homes=homes,
+        vectors={text: np.array([0.2, 0.9], dtype=np.float32)},
+    )
+    scores = index.scores(text)
+    assert scores["slack"] == 1.0 and 0 <= scores["jira"] < scores["slack"]
+    hits = {"m": [Hit(tools[2].name, 1.0), Hit(tools[0].name, 0.9)]}
+    names = name_table(tools)
+    plain = Fuser({"m": 1.0}, "convex", {"m": "max"}).fuse(parse_query(text), hits, names)
+    lifted = script.ServerIndexFuser(
+        {"m": 1.0}, "convex", {"m": "max"}, server_weight=0.5, index=index
+    ).fuse(parse_query(text), hits, names)
+    for name in plain:
+        home = tools[[t.name for t in tools].index(name)].server
+        assert lifted[name] == pytest.approx(plain[name] + 0.5 * scores[home])
+
+
+def test_the_previous_reading_splits_brand_names_again() -> None:
+    from toolsearch import fusion
+    from toolsearch.backends.bm25 import BM25Backend
+    from toolsearch.query import parse_query
+    from toolsearch.tool import Tool
+
+    tools = [Tool("mcp__git__git_status", "Status."), Tool("mcp__github__get_me", "Me.")]
+    backend = BM25Backend()
+    backend.index(tools)
+    request = parse_query("GitHub")
+    names = fusion.name_table(tools)
+    assert "git" not in fusion.query_words(request, fusion.vocabulary(names))
+    assert not backend.search(request, 2)[1:]
+    with _script("server_index").camel_parts_kept():
+        assert "git" in fusion.query_words(request, fusion.vocabulary(names))
+        assert len(backend.search(request, 2)) == 2
+
+
+def test_the_server_index_table_has_every_dataset() -> None:
+    script = _script("server_index")
+    data = json.loads((RESULTS / "server_index.json").read_text(encoding="utf-8"))
+    for table in (script.markdown(data), script.reading_table(data)):
+        for name in script.DATASETS:
+            assert f"| {name} |" in table
+    assert set(data["lodo"]) == set(script.DATASETS)

@@ -426,3 +426,25 @@ def test_stem_option_must_be_boolean() -> None:
 
     with pytest.raises(ConfigError, match="stem must be true or false"):
         BM25Backend(stem="yes")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("engine", ["numpy", "rank_bm25"])
+@pytest.mark.parametrize("stem", [True, False])
+def test_a_brand_the_catalogue_knows_is_not_matched_by_its_parts(engine: str, stem: bool) -> None:
+    """A catalogue that has the word ``github`` reads "GitHub" as it, not ``git`` + ``hub``, which
+    matched every tool of a server called ``git`` (issue 54); a camel-case word the catalogue
+    does not know is still read by its parts."""
+    tools = [
+        Tool("mcp__git__git_commit", "Record changes to the repository."),
+        Tool("mcp__git__git_status", "Show the working tree status."),
+        Tool("mcp__github__create_issue", "Open a new issue in a GitHub repository."),
+    ]
+    backend = BM25Backend(engine=engine, stem=stem)
+    backend.index(tools)
+    found = [hit.name for hit in backend.search(parse_query("open an issue on GitHub"), 5)]
+    assert found == ["mcp__github__create_issue"]
+    assert backend.score_all(parse_query("GitHub"))["mcp__git__git_commit"] == 0
+    assert backend.search(parse_query("GitStatus"), 5)[0].name.endswith("status")
+    backend.remove(["mcp__github__create_issue"])
+    if engine == "rank_bm25":  # rebuilt without the word: "GitHub" is read by its parts again
+        assert backend.search(parse_query("GitHub"), 5)

@@ -13,6 +13,7 @@ from toolsearch.fusion import (
     Fuser,
     convex_fuse,
     name_coverage,
+    name_table,
     name_words,
     names_server,
     names_whole_name,
@@ -123,6 +124,39 @@ def test_server_bonus_lifts_the_tools_of_the_server_the_query_names() -> None:
     assert max(before, key=lambda name: before[name]) == tools[0].name
     fused = lifted.fuse(request, hits, names)
     assert fused == {tools[0].name: 1.0, tools[1].name: pytest.approx(before[tools[1].name] + 0.3)}
+
+
+def test_a_brand_in_camel_case_names_its_own_server_not_the_one_its_part_names() -> None:
+    """The request word "GitHub" is the server ``github``: read as ``git`` + ``hub`` it named
+    a server ``git`` in every GitHub request (issue 54)."""
+    tools = [
+        Tool("mcp__git__git_commit", "Record changes to the repository."),
+        Tool("mcp__github__create_issue", "Open a new issue in a GitHub repository."),
+        Tool("mcp__gitlab__create_issue", "Open a new issue in a GitLab project."),
+    ]
+    names = name_table(tools)
+    request = parse_query("open an issue on GitHub")
+    words = query_words(request, names.vocabulary)
+    assert "github" in words and "git" not in words and "hub" not in words
+    assert [t.name for t in tools if names_server(words, names[t.name])] == [tools[1].name]
+    hits = {"m": [Hit(tools[0].name, 1.0), Hit(tools[1].name, 0.9), Hit(tools[2].name, 0.9)]}
+    plain = Fuser({"m": 1.0}, "convex", {"m": "max"}).fuse(request, hits, names)
+    fused = Fuser({"m": 1.0}, "convex", {"m": "max"}, server_bonus=0.2).fuse(request, hits, names)
+    assert fused[tools[0].name] == plain[tools[0].name]  # no bonus for git
+    assert fused[tools[1].name] == pytest.approx(plain[tools[1].name] + 0.2)
+    assert fused[tools[2].name] == plain[tools[2].name]
+    # a plain mapping of name words reads the same catalogue the same way
+    assert (
+        Fuser({"m": 1.0}, "convex", {"m": "max"}, server_bonus=0.2).fuse(request, hits, dict(names))
+        == fused
+    )
+
+
+def test_a_camel_case_word_the_catalogue_does_not_name_is_read_by_its_parts() -> None:
+    names = name_table([Tool("mcp__notebook__edit_cell", "Edit a cell.")])
+    words = query_words(parse_query("NotebookEdit the first cell"), names.vocabulary)
+    assert {"notebookedit", "notebook", "edit"} <= words
+    assert names_server(words, names["mcp__notebook__edit_cell"])
 
 
 def test_a_registry_style_server_is_named_by_its_service() -> None:

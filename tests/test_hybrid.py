@@ -522,3 +522,25 @@ def test_a_request_that_names_a_server_lifts_that_servers_tools_only() -> None:
     assert scores[0.5]["discord"] == scores[0.0]["discord"]
     assert scores[0.5]["slack"] == pytest.approx(scores[0.0]["slack"] + 0.5)
     assert scores[0.5]["slack"] > scores[0.5]["discord"]  # the named service comes first
+
+
+def test_a_github_request_does_not_name_a_server_called_git() -> None:
+    """The request word "GitHub" names the server ``github``, not ``git`` (its camel-case
+    part), also once the github tools join by an upsert (issue 54)."""
+    git = [
+        Tool("mcp__git__git_commit", "Record changes to the repository."),
+        Tool("mcp__git__git_status", "Show the working tree status."),
+    ]
+    github = [Tool("mcp__github__create_issue", "Open a new issue in a GitHub repository.")]
+    request = parse_query("open an issue on GitHub")
+
+    def scores(server_bonus: float) -> dict[str, float]:
+        hybrid = _hybrid(members={"embedding": 1.0}, server_bonus=server_bonus, multistep=False)
+        hybrid.index(git)
+        hybrid.upsert(github)
+        return {hit.name: hit.score for hit in hybrid.search(request, 3)}
+
+    plain, named = scores(0.0), scores(0.2)
+    for tool in git:
+        assert named[tool.name] == pytest.approx(plain[tool.name])
+    assert named[github[0].name] > plain[github[0].name]

@@ -198,6 +198,22 @@ def test_query_tokens_required_first_and_camel_case_kept() -> None:
     assert query_tokens(parse_query("   ")) == []
 
 
+def test_query_tokens_read_a_camel_case_word_whole_when_the_catalogue_knows_it() -> None:
+    known = {"github", "paypal", "hubspot"}
+    assert query_tokens(parse_query("GitHub PayPal HubSpot"), whole=known) == [
+        "github",
+        "paypal",
+        "hubspot",
+    ]
+    assert query_tokens(parse_query("GitHub")) == ["github", "git", "hub"]  # nothing known
+    assert query_tokens(parse_query("createIssue"), whole=known) == [
+        "createissue",
+        "create",
+        "issue",
+    ]
+    assert tokenize("天气预报", whole={"天"}) == tokenize("天气预报")  # not a camel-case word
+
+
 def test_query_tokens_fall_back_to_terms_when_raw_does_not_line_up() -> None:
     query = ParsedQuery(raw="unrelated", terms=("get", "+user"), required=("user",), optional=())
     assert query_tokens(query) == ["user"]

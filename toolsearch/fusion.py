@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from toolsearch.actions import action_classes
@@ -58,15 +58,18 @@ __all__ = [
     "FLOOR",
     "NORMALISERS",
     "Fuser",
+    "NameTable",
     "NameWords",
     "convex_fuse",
     "name_coverage",
+    "name_table",
     "name_words",
     "names_server",
     "names_whole_name",
     "normalise",
     "query_words",
     "rrf_fuse",
+    "vocabulary",
 ]
 
 #: The per-query score normalisations :func:`normalise` knows.
@@ -194,9 +197,42 @@ def name_words(tool: Tool) -> NameWords:
     return NameWords(server | own, own, server, tool.server or "", action_classes(own))
 
 
-def query_words(query: ParsedQuery) -> frozenset[str]:
-    """The distinct content words of a query (stop-words dropped)."""
-    return frozenset(t for t in query_tokens(query) if t not in STOPWORDS)
+class NameTable(Mapping[str, NameWords]):
+    """Tools' :class:`NameWords` by tool name, and ``vocabulary``, every word of their names
+    and servers: a query's camel-case word the catalogue names whole is read whole
+    (:func:`query_words`). Built once per catalogue state, never changed."""
+
+    def __init__(self, words: Mapping[str, NameWords]) -> None:
+        self._words = dict(words)
+        self.vocabulary: frozenset[str] = frozenset().union(*(w.words for w in words.values()))
+
+    def __getitem__(self, name: str) -> NameWords:
+        return self._words[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._words)
+
+    def __len__(self) -> int:
+        return len(self._words)
+
+
+def name_table(tools: Sequence[Tool]) -> NameTable:
+    """The :class:`NameTable` of ``tools``."""
+    return NameTable({tool.name: name_words(tool) for tool in tools})
+
+
+def vocabulary(names: Mapping[str, NameWords]) -> frozenset[str]:
+    """Every word of the names and servers of ``names`` (kept by a :class:`NameTable`)."""
+    if isinstance(names, NameTable):
+        return names.vocabulary
+    return frozenset().union(*(found.words for found in names.values()))
+
+
+def query_words(query: ParsedQuery, known: Collection[str] = frozenset()) -> frozenset[str]:
+    """The distinct content words of a query (stop-words dropped); a camel-case word whose
+    lower-cased form is in ``known`` (a catalogue's :func:`vocabulary`) counts whole, not by its
+    parts: "GitHub" names a server ``github``, not a server ``git``."""
+    return frozenset(t for t in query_tokens(query, whole=known) if t not in STOPWORDS)
 
 
 @dataclass(frozen=True)
@@ -246,7 +282,7 @@ class Fuser:
             or self.action_bonus
         ):
             return fused
-        words = query_words(query)
+        words = query_words(query, vocabulary(names))
         wanted = action_classes(words) if self.action_bonus else frozenset()
         lifted = self._server_named(fused, words, names)
         if k is None:

@@ -14,7 +14,12 @@ Rules, in order:
 3. A mixed-case word is split at camelCase boundaries, acronyms kept whole
    (``getHTTPResponse`` → ``get``, ``http``, ``response``), and the whole word is kept as well
    (``github`` from ``GitHub``): queries reach the backends lower-cased, so the compound is what a
-   query such as "github" or "notebookedit" can meet.
+   query such as "github" or "notebookedit" can meet. A query is read against a catalogue: a
+   mixed-case word of the query whose whole lower-cased form the catalogue knows
+   (:func:`query_tokens`'s ``whole``: ``github`` where a server is called ``github``) is that
+   word alone. Brand names are written in camel case (GitHub, GitLab, PayPal, HubSpot,
+   BigQuery, PostgreSQL), and their parts are other words: "GitHub" read as ``git`` + ``hub``
+   named a server called ``git`` in every GitHub request.
 4. Scripts written without spaces between words (Han, Hiragana, Katakana, Hangul, Thai, Lao,
    Khmer, Myanmar) have no word boundaries to find, so a run of them becomes its characters plus
    its overlapping character bigrams (``天气预报`` → ``天 气 预 报 天气 气预 预报``): unigrams
@@ -39,7 +44,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from itertools import pairwise
@@ -53,6 +58,7 @@ __all__ = [
     "FIELDS",
     "GENERIC_SERVER_WORDS",
     "MAX_QUERY_TOKENS",
+    "QUERY_RULES_VERSION",
     "TOKENIZER_VERSION",
     "SchemaCache",
     "ToolFields",
@@ -68,6 +74,10 @@ __all__ = [
 
 #: Bumped whenever a rule above changes, so persistent indexes know to re-tokenise.
 TOKENIZER_VERSION = 2
+#: Bumped whenever the reading of queries alone changes (tools are tokenised as before, so no
+#: index needs rebuilding), so rankings cached by a benchmark know to rerun. 2: a camel-case
+#: query word the catalogue knows is read whole (rule 3).
+QUERY_RULES_VERSION = 2
 
 #: Words of MCP server names that say how a service is packaged, not which service it is: in
 #: the Docker MCP registry's server names (``okta-mcp-server``, ``keboola-mcp``,
@@ -193,10 +203,12 @@ _WORD_CACHE_SIZE = 1 << 17
 _WORD_CACHE_MAX_LEN = 64
 
 
-def tokenize(text: str) -> list[str]:
+def tokenize(text: str, *, whole: Container[str] = frozenset()) -> list[str]:
     """Tokens of ``text`` by the module's rules (identifiers split, CJK as uni- and bigrams).
 
-    Never raises; non-string input (a malformed catalogue field) tokenises to nothing.
+    A mixed-case word whose lower-cased form is in ``whole`` is one token, not split into its
+    camel-case parts (rule 3). Never raises; non-string input (a malformed catalogue field)
+    tokenises to nothing.
     """
     if not isinstance(text, str) or not text:
         return []
@@ -214,6 +226,8 @@ def tokenize(text: str) -> list[str]:
                 if len(cache) >= _WORD_CACHE_SIZE:
                     cache.clear()
                 cache[word] = found
+        if len(found) > 1 and found[0] in whole and found[0] == word.casefold():
+            found = found[:1]  # a camel-case word the reader knows whole (not a CJK run)
         tokens.extend(found)
     return tokens
 
@@ -380,16 +394,23 @@ def weighted_tokens(fields: ToolFields, weights: Mapping[str, float]) -> list[st
     return bag
 
 
-def query_tokens(query: ParsedQuery, *, limit: int = MAX_QUERY_TOKENS) -> list[str]:
+def query_tokens(
+    query: ParsedQuery, *, limit: int = MAX_QUERY_TOKENS, whole: Container[str] = frozenset()
+) -> list[str]:
     """The tokens a lexical backend scores for ``query``: its scoring terms (required first,
     repeats kept) through :func:`tokenize`, cut to ``limit`` tokens.
+
+    ``whole`` holds the words the catalogue searched knows (its vocabulary): a mixed-case query
+    word found there is read as that word alone (``GitHub`` → ``github``, not ``git`` and
+    ``hub``), one it does not know by its parts as well (``createIssue`` → ``createissue``,
+    ``create``, ``issue``).
 
     :attr:`ParsedQuery.terms` are lower-cased; when the raw text lines up with them word for
     word, the original spelling is tokenised instead so a camelCase query term
     (``createIssue``) is split exactly as the same word in a description.
     """
     # No token spans whitespace, so tokenising the joined terms equals joining their tokens.
-    tokens = tokenize(" ".join(_cased_scoring_terms(query)))
+    tokens = tokenize(" ".join(_cased_scoring_terms(query)), whole=whole)
     return tokens[:limit] if len(tokens) > limit else tokens
 
 
