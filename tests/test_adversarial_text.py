@@ -81,6 +81,8 @@ def test_a_query_is_cut_at_the_cap_and_not_inside_a_word() -> None:
     assert MAX_QUERY_CHARS - len("words ") <= len(cut) <= MAX_QUERY_CHARS
     assert set(cut.split()) == {"words"}  # no half word at the end
     assert parse_query(words).raw == cut
+    ends_between = "a " * (MAX_QUERY_CHARS // 2) + "tail"  # the cap falls after a blank
+    assert cut_query(ends_between) == ends_between[:MAX_QUERY_CHARS]
 
 
 TEXT_PATHS: dict[str, Callable[[str], object]] = {

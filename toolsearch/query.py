@@ -43,7 +43,7 @@ def cut_query(raw: str) -> str:
     if len(raw) <= MAX_QUERY_CHARS:
         return raw
     head = raw[:MAX_QUERY_CHARS]
-    if raw[MAX_QUERY_CHARS].isspace():
+    if raw[MAX_QUERY_CHARS].isspace() or head[-1].isspace():  # the cut splits no word
         return head
     words = head.rsplit(None, 1)
     return words[0] if len(words) > 1 else head
